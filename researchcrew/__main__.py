@@ -1,0 +1,3 @@
+from researchcrew.cli import main
+
+main()

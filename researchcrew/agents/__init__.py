@@ -1,0 +1,1 @@
+"""The four stages: Retriever, Evaluator, Synthesizer and Memory agents."""

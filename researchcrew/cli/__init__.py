@@ -1,0 +1,65 @@
+"""The ``researchcrew`` command.
+
+Start-up must stay fast (``researchcrew --help`` well under half a second): this module imports only click. Each
+subcommand lives in its own module under ``researchcrew.cli`` and is imported only when it is invoked, and heavy
+libraries (crewai, torch, pymilvus) are imported inside the command functions that need them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+from typing import Any
+
+import click
+
+# name → (module, attribute, one-line help shown by --help without importing the module)
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "ask": ("researchcrew.cli.ask", "ask", "Ask a research question and print a cited answer."),
+    "ingest": ("researchcrew.cli.ingest", "ingest", "Load files, folders or globs into the knowledge base."),
+    "kb": ("researchcrew.cli.kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
+    "eval": ("researchcrew.cli.evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),
+    "memory": ("researchcrew.cli.memory", "memory", "Export or forget a user's memory."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = SUBCOMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute, _ = target
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}.{attribute} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Show the short help without importing every subcommand module.
+        rows = [(name, help_text) for name, (_, _, help_text) in sorted(SUBCOMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+@click.version_option(package_name="researchcrew")
+def cli(verbose: int) -> None:
+    """researchcrew: research answers in which every claim cites its source.
+
+    Settings come from RESEARCHCREW_* environment variables (see `researchcrew.settings`); all local state lives
+    in one data directory (RESEARCHCREW_DATA_DIR).
+    """
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point."""
+    return cli.main(args=argv, prog_name="researchcrew")

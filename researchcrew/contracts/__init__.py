@@ -1,0 +1,64 @@
+"""Pydantic models of the seed contract (seed 003): what flows between the four stages."""
+
+from researchcrew.contracts.chunks import (
+    AggregatedContext,
+    ContextChunk,
+    SourceFailure,
+    SourceReport,
+    SourceStatus,
+)
+from researchcrew.contracts.evaluator import (
+    ContradictionRecord,
+    EvaluatorInput,
+    EvaluatorOutput,
+    FilteredContext,
+    QualityStatistics,
+    RemovalReason,
+    ScoredChunk,
+)
+from researchcrew.contracts.memory import MemoryInput, MemoryOutput
+from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
+from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, RetrieverOutput
+from researchcrew.contracts.synthesizer import (
+    AnswerSection,
+    Citation,
+    CitationStats,
+    Claim,
+    ConfidenceLevel,
+    CoverageMetrics,
+    FinalResponse,
+    SynthesizerInput,
+    SynthesizerOutput,
+)
+
+__all__ = [
+    "AggregatedContext",
+    "AnswerSection",
+    "Citation",
+    "CitationStats",
+    "Claim",
+    "ConfidenceLevel",
+    "ContextChunk",
+    "ContradictionRecord",
+    "CoverageMetrics",
+    "EvaluatorInput",
+    "EvaluatorOutput",
+    "FilteredContext",
+    "FinalResponse",
+    "MemoryInput",
+    "MemoryOutput",
+    "QualityStatistics",
+    "Query",
+    "RemovalReason",
+    "ResponseFormat",
+    "RetrievalStatus",
+    "RetrieverInput",
+    "RetrieverOutput",
+    "ScoredChunk",
+    "SourceFailure",
+    "SourceReport",
+    "SourceStatus",
+    "SynthesizerInput",
+    "SynthesizerOutput",
+    "UserPreferences",
+]

@@ -1,0 +1,102 @@
+"""Evidence as it flows between stages: chunks, per-source reports, and the aggregated context."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import Field, computed_field, field_validator
+
+from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, SourceType, UnitFloat
+from researchcrew.errors import FailureKind
+
+
+class ContextChunk(Contract):
+    """One piece of evidence, with everything needed to cite it."""
+
+    chunk_id: Identifier = Field(description="Stable id of the chunk, unique within one answer's evidence.")
+    source_type: SourceType = Field(description='Where it came from: "rag", "web", "arxiv", "memory" or a custom type.')
+    content: str = Field(min_length=1, max_length=200_000, description="The evidence text itself.")
+    semantic_relevance: UnitFloat = Field(description="Calibrated relevance to the query, in [0, 1].")
+    title: str | None = Field(default=None, max_length=2_000, description="Title of the document or page.")
+    url: str | None = Field(default=None, max_length=4_000, description="Where a reader can open the source.")
+    source_id: str | None = Field(
+        default=None,
+        max_length=512,
+        description="The source's own id (arXiv id, knowledge-base document id, memory message id, ...).",
+    )
+    source_date: datetime | None = Field(default=None, description="Publication or last-update date of the source.")
+    authors: list[str] = Field(default_factory=list, description="Authors, in the source's order.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Source-specific details (e.g. arXiv categories, section heading, position in the document).",
+    )
+    tool_name: str = Field(default="", max_length=128, description="Name of the tool that produced the chunk.")
+
+    @field_validator("content")
+    @classmethod
+    def _content_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("content must not be blank")
+        return value
+
+    @field_validator("source_date")
+    @classmethod
+    def _date_is_aware(cls, value: datetime | None) -> datetime | None:
+        """Naive dates are taken as UTC so that recency arithmetic never mixes naive and aware datetimes."""
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+
+SourceStatus = Literal["success", "empty", "failed", "skipped"]
+
+
+class SourceFailure(Contract):
+    """Why a source produced no usable results."""
+
+    kind: FailureKind = Field(description="What went wrong, as a closed set of kinds.")
+    message: str = Field(max_length=4_000, description="A human-readable reason, safe to show to a user.")
+    status_code: int | None = Field(default=None, ge=100, le=599, description="HTTP status, when there was one.")
+
+
+class SourceReport(Contract):
+    """What happened when one source was asked."""
+
+    source_type: SourceType = Field(description="The source type of the tool.")
+    tool_name: str = Field(max_length=128, description="Name of the tool that was called.")
+    status: SourceStatus = Field(
+        description="success: results; empty: answered with no results; failed: see `failure`; "
+        "skipped: excluded or not selected, never called."
+    )
+    latency_ms: NonNegativeMs = Field(default=0.0, description="Wall time of the call in milliseconds.")
+    chunk_count: int = Field(default=0, ge=0, description="How many chunks it contributed.")
+    failure: SourceFailure | None = Field(default=None, description="Why it failed; set when status is failed.")
+
+    @computed_field(description="The failure kind, or None.")  # type: ignore[prop-decorator]
+    @property
+    def error_kind(self) -> str | None:
+        return self.failure.kind if self.failure else None
+
+    @computed_field(description="The failure message, or None.")  # type: ignore[prop-decorator]
+    @property
+    def error_message(self) -> str | None:
+        return self.failure.message if self.failure else None
+
+
+class AggregatedContext(Contract):
+    """All evidence the Retriever gathered for one query, in aggregated order, with per-source detail."""
+
+    query_text: str = Field(description="The query the evidence was gathered for.")
+    chunks: list[ContextChunk] = Field(default_factory=list, description="Evidence, preferred sources first.")
+    source_reports: list[SourceReport] = Field(default_factory=list, description="One report per tool considered.")
+    retrieved_at: datetime = Field(
+        default_factory=lambda: datetime.now(UTC), description="When retrieval finished (UTC)."
+    )
+
+    def chunks_from(self, source_type: str) -> list[ContextChunk]:
+        """The chunks one source contributed, in order."""
+        return [chunk for chunk in self.chunks if chunk.source_type == source_type]
+
+    def report_for(self, source_type: str) -> SourceReport | None:
+        return next((r for r in self.source_reports if r.source_type == source_type), None)

@@ -1,0 +1,116 @@
+"""The Synthesizer's input and output, and the answer the user receives (seed 003, "Synthesizer Agent")."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from researchcrew.contracts._base import Contract, NonNegativeMs, SourceType, UnitFloat
+from researchcrew.contracts.chunks import SourceReport
+from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContext
+from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
+
+ConfidenceLevel = Literal["high", "medium", "low", "insufficient"]
+GenerationMethod = Literal["standard", "multi_perspective"]
+AnswerKind = Literal["generated", "extractive", "uncertainty", "refusal"]
+
+
+class SynthesizerInput(Contract):
+    filtered_context: FilteredContext = Field(description="The evidence to answer from, and only from.")
+    original_query: Query = Field(description="The question.")
+    user_preferences: UserPreferences = Field(default_factory=UserPreferences, description="The user's preferences.")
+    contradictions: list[ContradictionRecord] = Field(
+        default_factory=list, description="Contradictions the Evaluator found; present them as perspectives."
+    )
+    max_response_length: int = Field(default=2000, ge=50, le=20_000, description="Upper bound on answer words.")
+    min_response_length: int = Field(default=100, ge=0, le=20_000, description="Lower bound on answer words.")
+    include_sections: bool = Field(default=True, description="Structure the answer into titled sections.")
+    response_format: ResponseFormat = Field(default="detailed", description="concise, detailed or technical.")
+
+    @model_validator(mode="after")
+    def _bounds_ordered(self) -> SynthesizerInput:
+        if self.min_response_length > self.max_response_length:
+            raise ValueError("min_response_length must not exceed max_response_length")
+        return self
+
+
+class Citation(Contract):
+    """A numbered source the answer cites; `number` is what appears as [n] in the text."""
+
+    number: int = Field(ge=1, description="The citation marker used in the text.")
+    chunk_id: str = Field(description="The evidence chunk cited.")
+    source_type: SourceType = Field(description="Where that chunk came from.")
+    title: str | None = Field(default=None, description="Title of the source.")
+    url: str | None = Field(default=None, description="Link to the source.")
+    source_id: str | None = Field(default=None, description="The source's own id (arXiv id, document id, ...).")
+    source_date: datetime | None = Field(default=None, description="Date of the source.")
+    authors: list[str] = Field(default_factory=list, description="Authors of the source.")
+    snippet: str = Field(default="", max_length=1_000, description="The start of the cited passage.")
+
+
+class Claim(Contract):
+    """One statement of the answer and the sources it rests on."""
+
+    text: str = Field(min_length=1, description="The statement.")
+    citations: list[int] = Field(default_factory=list, description="Citation numbers supporting it.")
+    confidence: UnitFloat | None = Field(default=None, description="How well supported the claim is.")
+
+
+class AnswerSection(Contract):
+    heading: str = Field(default="", description="Section title (empty when sections are off).")
+    claims: list[Claim] = Field(default_factory=list, description="The section's statements, in order.")
+    perspective: str | None = Field(default=None, description="For multi-perspective answers: whose view this is.")
+
+
+class CitationStats(Contract):
+    """How the answer's citations fared in validation; fabricated citations are measurable here."""
+
+    valid: int = Field(default=0, ge=0, description="Citations pointing to evidence that was given.")
+    removed: int = Field(default=0, ge=0, description="Citations removed because they pointed to nothing given.")
+    claims_removed: int = Field(default=0, ge=0, description="Claims dropped because no valid citation remained.")
+    claims_flagged: int = Field(default=0, ge=0, description="Claims kept but flagged as unsupported.")
+
+
+class FinalResponse(Contract):
+    """The answer the user receives."""
+
+    response_id: str = Field(default_factory=lambda: uuid.uuid4().hex, description="Unique id of this answer.")
+    query: Query = Field(description="The question answered.")
+    answer: str = Field(description="The answer text (Markdown) with [n] citation markers.")
+    sections: list[AnswerSection] = Field(default_factory=list, description="The answer, structured.")
+    citations: list[Citation] = Field(default_factory=list, description="Numbered sources cited in the answer.")
+    confidence: UnitFloat = Field(default=0.0, description="Overall confidence from credibility and agreement.")
+    confidence_level: ConfidenceLevel = Field(default="insufficient", description="Confidence band.")
+    generation_method: GenerationMethod = Field(default="standard", description="standard or multi_perspective.")
+    answer_kind: AnswerKind = Field(
+        default="generated",
+        description="generated by an LLM; extractive (sentences quoted from sources, no LLM); uncertainty "
+        "(not enough evidence: what was searched and the best matches); refusal (input rejected).",
+    )
+    contradictions: list[ContradictionRecord] = Field(default_factory=list, description="Disagreements presented.")
+    source_reports: list[SourceReport] = Field(
+        default_factory=list, description="Which sources were used and which failed, and why."
+    )
+    citation_stats: CitationStats = Field(default_factory=CitationStats, description="Citation validation counts.")
+    caveats: list[str] = Field(default_factory=list, description="What the reader should know (gaps, failures).")
+    partial: bool = Field(default=False, description="True when the run deadline cut work short.")
+    reformulations: list[str] = Field(default_factory=list, description="Reformulated queries that were tried.")
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When answered (UTC).")
+    execution_time_ms: NonNegativeMs = Field(default=0.0, description="Wall time of the whole run.")
+
+
+class CoverageMetrics(Contract):
+    query_addressed: UnitFloat = Field(description="How well the query was answered, 0–1.")
+    coverage_of_topics: dict[str, UnitFloat] = Field(default_factory=dict, description="Query topic → coverage.")
+    source_diversity: UnitFloat = Field(description="Share of distinct source types among the cited evidence.")
+    information_completeness: UnitFloat = Field(description="0–1, how complete the evidence is for the query.")
+
+
+class SynthesizerOutput(Contract):
+    final_response: FinalResponse = Field(description="The answer.")
+    generation_method: GenerationMethod = Field(description="standard or multi_perspective.")
+    coverage_metrics: CoverageMetrics = Field(description="How well the evidence covered the query.")
+    execution_time_ms: NonNegativeMs = Field(description="Wall time in milliseconds.")

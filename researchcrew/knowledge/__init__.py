@@ -1,0 +1,1 @@
+"""The knowledge base: ingestion, chunking, embedding, the Milvus collection and its search."""

@@ -1,0 +1,1 @@
+"""Conversation memory: stores (SQLite/PostgreSQL), Zep, the outbox and the entity graph."""

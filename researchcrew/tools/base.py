@@ -1,0 +1,121 @@
+"""The retrieval-tool interface of seed 003, and the result type that tells failure apart from "no results".
+
+A tool implements ``_search``. Callers use either
+
+* ``await tool.search(query, ...)`` → ``ToolResult`` (chunks, or the failure with its kind and reason, and the
+  latency) — what the Retriever uses, because it must know *why* a source gave nothing; or
+* ``await tool.execute(query, ...)`` → ``list[ContextChunk]`` — the seed's signature: never raises, and an error
+  looks like an empty list (the failure is logged).
+
+Inside ``_search`` a tool raises ``ToolError(kind, message)`` for failures it understands (mapping its SDK's
+named exceptions), and ``search`` reports them as data. Anything else it raises is a bug: ``search`` logs the
+traceback and reports it as ``internal_error``. ``timeout=`` bounds one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import Field, ValidationError
+
+from researchcrew.contracts._base import Contract
+from researchcrew.contracts.chunks import ContextChunk, SourceFailure
+from researchcrew.errors import ToolError
+
+logger = logging.getLogger(__name__)
+
+
+class ToolResult(Contract):
+    """What one call of a tool produced: chunks, or a failure, and how long it took."""
+
+    tool_name: str = Field(description="The tool that was called.")
+    source_type: str = Field(description="Its source type.")
+    chunks: list[ContextChunk] = Field(default_factory=list, description="Evidence found (empty on failure).")
+    failure: SourceFailure | None = Field(default=None, description="Why the call failed; None when it worked.")
+    latency_ms: float = Field(default=0.0, ge=0, description="Wall time of the call in milliseconds.")
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+class Tool(ABC):
+    """A retrieval source. Subclasses set the class attributes and implement ``_search``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    source_type: ClassVar[str]
+
+    # `timeout=` is part of the seed's tool interface; it is applied with asyncio.timeout below.
+    async def search(self, query: str, *, timeout: float | None = None, **kwargs: Any) -> ToolResult:  # noqa: ASYNC109
+        """Run the tool and report chunks or the failure as data. Never raises (except on cancellation)."""
+        started = time.perf_counter()
+        failure: SourceFailure | None = None
+        chunks: list[ContextChunk] = []
+        try:
+            self._check_arguments(query, kwargs)
+            async with asyncio.timeout(timeout):
+                raw = await self._search(query, **kwargs)
+            chunks = validate_chunks(raw, self)
+        except ToolError as error:
+            failure = SourceFailure(kind=error.kind, message=error.message, status_code=error.status_code)
+            logger.warning("%s failed (%s): %s", self.name, error.kind, error.message)
+        except TimeoutError:
+            failure = SourceFailure(kind="timeout", message=f"{self.name} did not answer within {timeout:g} s")
+            logger.warning("%s timed out after %s s", self.name, timeout)
+        except Exception as error:  # the one outermost guard: a bug in a tool becomes a reported failure
+            logger.exception("%s raised unexpectedly", self.name)
+            failure = SourceFailure(kind="internal_error", message=f"{self.name}: {type(error).__name__}: {error}")
+        return ToolResult(
+            tool_name=self.name,
+            source_type=self.source_type,
+            chunks=chunks,
+            failure=failure,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _check_arguments(self, query: str, kwargs: dict[str, Any]) -> None:
+        """An option the tool does not take is the caller's mistake: report it as ``invalid_request``."""
+        try:
+            inspect.signature(self._search).bind(query, **kwargs)
+        except TypeError as error:
+            raise ToolError("invalid_request", f"{self.name} does not take these arguments: {error}") from error
+
+    async def execute(self, query: str, **kwargs: Any) -> list[ContextChunk]:
+        """The seed's interface: chunks, or an empty list when the tool failed (the failure is logged)."""
+        return (await self.search(query, **kwargs)).chunks
+
+    @abstractmethod
+    async def _search(self, query: str, **kwargs: Any) -> Sequence[ContextChunk]:
+        """Find evidence for ``query``. Raise ``ToolError`` for failures the tool understands."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, source_type={self.source_type!r})"
+
+
+def validate_chunks(raw: object, tool: Tool) -> list[ContextChunk]:
+    """Check what a tool returned; anything but a sequence of valid chunks is a ``bad_response``.
+
+    Chunks are re-validated (a tool may have built them with ``model_construct`` or mutated them) and stamped with
+    the tool's name and source type when the tool left those out, so attribution is never lost.
+    """
+    if not isinstance(raw, list | tuple):
+        raise ToolError("bad_response", f"{tool.name} returned {type(raw).__name__}, not a list of chunks")
+    chunks: list[ContextChunk] = []
+    for position, item in enumerate(raw):
+        if not isinstance(item, ContextChunk):
+            raise ToolError("bad_response", f"{tool.name} returned a {type(item).__name__} at position {position}")
+        try:
+            chunk = ContextChunk.model_validate(item.model_dump())
+        except ValidationError as error:
+            raise ToolError("bad_response", f"{tool.name} returned an invalid chunk: {error}") from error
+        if not chunk.tool_name:
+            chunk.tool_name = tool.name
+        chunks.append(chunk)
+    return chunks

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The one test command: set up (if needed), then lint, type-check and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export CREWAI_DISABLE_TELEMETRY=true OTEL_SDK_DISABLED=true HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+echo "== ruff" && .venv/bin/ruff check researchcrew tests benchmarks
+echo "== mypy" && .venv/bin/mypy
+echo "== pytest" && .venv/bin/python -m pytest "$@"

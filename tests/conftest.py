@@ -1,0 +1,87 @@
+"""Test-wide guards and fixtures.
+
+* No test reaches the internet: connecting a socket to anything but loopback (or a Unix socket) fails loudly.
+* Each test gets its own data directory and no credentials from the developer's environment.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DIR = PROJECT_ROOT.parent / "shared"
+
+# Variables from the developer's machine that would change what a test does.
+_ISOLATED_VARIABLES = ("FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "ZEP_API_KEY", "ZEP_API_URL", "OPENAI_API_KEY")
+
+
+class InternetAccessError(RuntimeError):
+    """A test tried to connect somewhere other than this machine."""
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, str | bytes):  # AF_UNIX path
+        return True
+    host = address[0] if isinstance(address, tuple) else address
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    if not _is_local(address):
+        raise InternetAccessError(f"tests must not reach the internet (tried to connect to {address!r})")
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    if not _is_local(address):
+        raise InternetAccessError(f"tests must not reach the internet (tried to connect to {address!r})")
+    return _real_connect_ex(self, address)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    for name in list(os.environ):
+        if name.startswith("RESEARCHCREW_"):
+            monkeypatch.delenv(name)
+    for name in _ISOLATED_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RESEARCHCREW_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+    yield
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """../shared next to the project; tests that need it skip with a reason where it is missing."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DIR} (it sits beside the project in dev and CI)")
+    return SHARED_DIR
+
+
+@pytest.fixture
+def fixtures_dir(shared_dir: Path) -> Path:
+    return shared_dir / "fixtures"
