@@ -1,0 +1,94 @@
+"""The shared fake LLM: a real ``crewai.BaseLLM`` subclass with queued responses and a call history.
+
+    llm = FakeLLM(["first answer", lambda messages: "computed from " + messages[-1]["content"]])
+    agent = Agent(..., llm=llm)          # crewAI accepts it like any provider
+    ...
+    assert llm.calls[0].messages[0]["role"] == "system"
+
+A response may be a string, a callable of the messages returning a string, or an exception instance (raised, to
+test failure paths). When the queue is empty the fake raises ``FakeLLMExhausted`` instead of inventing text, so a
+test that makes an unexpected extra call fails loudly. ``delay_s`` simulates a slow model in ``acall``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from crewai import BaseLLM
+from pydantic import PrivateAttr
+
+Message = dict[str, Any]
+Response = str | Callable[[list[Message]], str] | BaseException
+
+
+class FakeLLMExhausted(AssertionError):
+    """The test's script of responses ran out: the code under test called the LLM more often than expected."""
+
+
+@dataclass(frozen=True)
+class LLMCall:
+    messages: list[Message]
+    response_model: type[Any] | None
+    asynchronous: bool
+
+
+class FakeLLM(BaseLLM):
+    model: str = "fake/scripted"
+    delay_s: float = 0.0
+    _queue: deque[Response] = PrivateAttr(default_factory=deque)
+    _calls: list[LLMCall] = PrivateAttr(default_factory=list)
+
+    def __init__(self, responses: list[Response] | None = None, **data: Any) -> None:
+        data.setdefault("model", "fake/scripted")
+        super().__init__(**data)
+        self._queue = deque(responses or [])
+        self._calls = []
+
+    @property
+    def calls(self) -> list[LLMCall]:
+        return list(self._calls)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._queue)
+
+    def push(self, *responses: Response) -> None:
+        self._queue.extend(responses)
+
+    def _answer(self, messages: str | list[Any], response_model: type[Any] | None, asynchronous: bool) -> str:
+        normalized: list[Message] = (
+            [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
+        )
+        self._calls.append(LLMCall(normalized, response_model, asynchronous))
+        if not self._queue:
+            raise FakeLLMExhausted(f"FakeLLM has no response left for call #{len(self._calls)}")
+        response = self._queue.popleft()
+        if isinstance(response, BaseException):
+            raise response
+        return response(normalized) if callable(response) else response
+
+    def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
+             from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return self._answer(messages, response_model, asynchronous=False)
+
+    async def acall(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
+                    from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return self._answer(messages, response_model, asynchronous=True)
+
+    def supports_function_calling(self) -> bool:
+        return False
+
+    def supports_stop_words(self) -> bool:
+        return False
+
+    def get_context_window_size(self) -> int:
+        return 8192
