@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import Field, computed_field, field_validator
+from pydantic import Field, computed_field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.errors import FailureKind
@@ -72,6 +72,15 @@ class SourceReport(Contract):
     latency_ms: NonNegativeMs = Field(default=0.0, description="Wall time of the call in milliseconds.")
     chunk_count: int = Field(default=0, ge=0, description="How many chunks it contributed.")
     failure: SourceFailure | None = Field(default=None, description="Why it failed; set when status is failed.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed_fields(cls, data: Any) -> Any:
+        """Serialized reports carry the computed error_kind/error_message; they are derived, so reading JSON back
+        (a round trip) ignores them instead of rejecting them as unknown fields."""
+        if isinstance(data, dict) and ("error_kind" in data or "error_message" in data):
+            return {key: value for key, value in data.items() if key not in ("error_kind", "error_message")}
+        return data
 
     @computed_field(description="The failure kind, or None.")  # type: ignore[prop-decorator]
     @property
