@@ -17,6 +17,7 @@ from researchcrew.contracts.evaluator import (
     ScoredChunk,
 )
 from researchcrew.contracts.memory import MemoryInput, MemoryOutput
+from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
 from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, RetrieverOutput
 from researchcrew.contracts.synthesizer import (
@@ -47,6 +48,7 @@ __all__ = [
     "FinalResponse",
     "MemoryInput",
     "MemoryOutput",
+    "ProgressEvent",
     "QualityStatistics",
     "Query",
     "RemovalReason",

@@ -1,0 +1,108 @@
+"""How the Flow judges its evidence, and the answers it gives without synthesis (refusal, uncertainty).
+
+Evidence confidence follows seed 000: the mean calibrated relevance of the best evidence decides between answering
+(high/medium), reformulating (low) and the uncertainty response (insufficient). The thresholds were set for
+cosine-like relevance in [0, 1]; the knowledge base calibrates its scores to that scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from researchcrew.contracts.chunks import ContextChunk, SourceReport
+from researchcrew.contracts.query import Query
+from researchcrew.contracts.synthesizer import Citation, ConfidenceLevel, FinalResponse
+
+# Seed 000, "Confidence Thresholds": mean relevance of the top evidence.
+HIGH_CONFIDENCE = 0.55
+MEDIUM_CONFIDENCE = 0.40
+LOW_CONFIDENCE = 0.25
+TOP_EVIDENCE = 5
+
+
+def evidence_confidence(chunks: Sequence[ContextChunk], top: int = TOP_EVIDENCE) -> tuple[ConfidenceLevel, float]:
+    """The confidence band and the mean relevance of the ``top`` most relevant chunks (0 when there are none)."""
+    if not chunks:
+        return "insufficient", 0.0
+    best = sorted((chunk.semantic_relevance for chunk in chunks), reverse=True)[:top]
+    mean = sum(best) / len(best)
+    if mean >= HIGH_CONFIDENCE:
+        return "high", mean
+    if mean >= MEDIUM_CONFIDENCE:
+        return "medium", mean
+    if mean >= LOW_CONFIDENCE:
+        return "low", mean
+    return "insufficient", mean
+
+
+def source_caveats(reports: Sequence[SourceReport]) -> list[str]:
+    """One caveat per source that failed, saying why — the user should know what was not searched."""
+    return [
+        f"{report.source_type} ({report.tool_name}) was not used: {report.failure.kind} — {report.failure.message}"
+        for report in reports
+        if report.status == "failed" and report.failure is not None
+    ]
+
+
+def refusal_response(query: Query, reply: str, reason: str) -> FinalResponse:
+    """The polite answer to input the guard rejected. Nothing was searched, nothing is cited."""
+    return FinalResponse(
+        query=query,
+        answer=reply,
+        answer_kind="refusal",
+        confidence=0.0,
+        confidence_level="insufficient",
+        caveats=[f"Not researched: {reason}."],
+    )
+
+
+def uncertainty_response(
+    query: Query,
+    *,
+    searched: Sequence[str],
+    best_matches: Sequence[ContextChunk],
+    source_reports: Sequence[SourceReport],
+    confidence: float,
+    max_matches: int = 3,
+) -> FinalResponse:
+    """Seed 000's uncertainty response: say that the evidence is insufficient, what was searched, and the best
+    low-relevance matches (cited, so the user can judge them) — never an answer built on weak evidence."""
+    matches = sorted(best_matches, key=lambda chunk: chunk.semantic_relevance, reverse=True)[:max_matches]
+    citations = [citation_for(number, chunk) for number, chunk in enumerate(matches, start=1)]
+    lines = [
+        "I could not find sufficient information to answer this question confidently. "
+        "The sources I could search may not cover this topic.",
+        "",
+        "Searched: " + "; ".join(f"“{text}”" for text in searched),
+    ]
+    if matches:
+        lines += ["", "Best matches (low relevance):"]
+        for citation, chunk in zip(citations, matches, strict=True):
+            label = chunk.title or chunk.source_id or chunk.chunk_id
+            relevance = f"{chunk.source_type}, relevance {chunk.semantic_relevance:.2f}"
+            lines.append(f"  [{citation.number}] {label} ({relevance})")
+    return FinalResponse(
+        query=query,
+        answer="\n".join(lines),
+        citations=citations,
+        answer_kind="uncertainty",
+        confidence=round(confidence, 4),
+        confidence_level="insufficient",
+        source_reports=list(source_reports),
+        caveats=source_caveats(source_reports),
+        reformulations=list(searched[1:]),
+    )
+
+
+def citation_for(number: int, chunk: ContextChunk) -> Citation:
+    return Citation(
+        number=number,
+        chunk_id=chunk.chunk_id,
+        source_type=chunk.source_type,
+        title=chunk.title,
+        url=chunk.url,
+        source_id=chunk.source_id,
+        source_date=chunk.source_date,
+        authors=chunk.authors,
+        snippet=chunk.content[:300],
+    )

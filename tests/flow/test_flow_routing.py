@@ -1,0 +1,94 @@
+"""ResearchFlow routes as seed 000 says: guard, confidence bands, at most two reformulations, deadline."""
+
+from __future__ import annotations
+
+from researchcrew.contracts import ProgressEvent, Query
+from researchcrew.flow import run_question
+from researchcrew.flow_stages import ResearchStages
+from tests.flow.fakes import (
+    CitingSynthesizer,
+    PassThroughEvaluator,
+    ScriptedRetriever,
+    chunk,
+    identity_validator,
+    recording_memory,
+)
+
+
+def make_stages(retriever: ScriptedRetriever, **overrides: object) -> ResearchStages:
+    options: dict[str, object] = {
+        "retriever": retriever,
+        "evaluator": PassThroughEvaluator(),
+        "synthesizer": CitingSynthesizer(),
+        "fallback_synthesizer": CitingSynthesizer(kind="extractive"),
+        "validate_citations": identity_validator,
+    }
+    options.update(overrides)
+    return ResearchStages(**options)  # type: ignore[arg-type]
+
+
+def question(text: str) -> Query:
+    return Query(text=text, user_id="u1", session_id="s1")
+
+
+async def test_confident_evidence_is_answered_and_remembered() -> None:
+    retriever = ScriptedRetriever([chunk("a", 0.8), chunk("b", 0.7)])
+    remembered: list[object] = []
+    events: list[ProgressEvent] = []
+    response = await run_question(
+        make_stages(retriever, remember=recording_memory(remembered)), question("What is attention?"),
+        on_event=events.append,
+    )
+    assert response.answer_kind == "generated"
+    assert len(retriever.requests) == 1
+    assert len(remembered) == 1
+    stages = [(e.stage, e.status) for e in events]
+    assert stages[0] == ("guard", "started")
+    assert ("remember", "finished") in stages
+    assert stages[-1] == ("respond", "finished")
+
+
+async def test_incoherent_input_is_refused_without_any_tool_call() -> None:
+    retriever = ScriptedRetriever([chunk("a", 0.9)])
+    remembered: list[object] = []
+    response = await run_question(make_stages(retriever, remember=recording_memory(remembered)),
+                                  question("sdfghjkl qwrtzpsd ;;;; ###"))
+    assert response.answer_kind == "refusal"
+    assert retriever.requests == []
+    assert remembered == []
+
+
+async def test_low_confidence_reformulates_at_most_twice_then_explains_uncertainty() -> None:
+    retriever = ScriptedRetriever([chunk("weak", 0.3, "Transformers are models used in language processing.")])
+    response = await run_question(make_stages(retriever), question("How do transformers use attention heads?"))
+    assert len(retriever.requests) == 3  # the question and two reformulations
+    searched = [r.query_text for r in retriever.requests]
+    assert len(set(searched)) == 3
+    assert response.answer_kind == "uncertainty"
+    assert response.reformulations == searched[1:]
+    assert "Searched:" in response.answer and "[1]" in response.answer
+
+
+async def test_reformulation_that_finds_good_evidence_is_answered() -> None:
+    retriever = ScriptedRetriever([chunk("weak", 0.3)], [chunk("good", 0.9)])
+    response = await run_question(make_stages(retriever), question("How do transformers use attention heads?"))
+    assert len(retriever.requests) == 2
+    assert response.answer_kind == "generated"
+
+
+async def test_insufficient_evidence_gives_uncertainty_at_once() -> None:
+    retriever = ScriptedRetriever([])
+    response = await run_question(make_stages(retriever), question("What is the airspeed of an unladen swallow?"))
+    assert len(retriever.requests) == 1
+    assert response.answer_kind == "uncertainty"
+    assert response.confidence_level == "insufficient"
+
+
+async def test_deadline_during_synthesis_gives_partial_extractive_answer() -> None:
+    retriever = ScriptedRetriever([chunk("a", 0.8)])
+    stages = make_stages(retriever, synthesizer=CitingSynthesizer(delay_s=5), synthesis_reserve_s=0.1)
+    response = await run_question(stages, question("What is attention?"), deadline_s=0.5)
+    assert response.partial
+    assert response.answer_kind == "extractive"
+    assert response.execution_time_ms < 2000
+    assert any("time limit" in caveat for caveat in response.caveats)
