@@ -1,0 +1,146 @@
+"""Engines and schema migrations for the memory store.
+
+``create_engine(url)`` gives an async engine for any SQLAlchemy async URL:
+
+* SQLite (``sqlite+aiosqlite:///path/memory.db``, the embedded default): WAL journal (readers never wait for the
+  writer), foreign keys on, a busy timeout, and *explicit* transactions. The driver's own implicit BEGIN is turned
+  off so that we emit it ourselves: plain ``BEGIN`` for reads, ``BEGIN IMMEDIATE`` on the write engine
+  (``write_engine(engine)``), so a read-modify-write takes the database write lock up front instead of failing
+  with "database is locked" when another process wrote in between.
+* PostgreSQL (``postgresql+asyncpg://user@host/db``): a pooled asyncpg engine with pre-ping, so a restarted
+  server costs one failed checkout rather than a burst of errors.
+
+``upgrade(engine)`` brings the schema to the newest Alembic revision (run on every open; a no-op when current),
+holding a lock so that several processes opening the same database at once migrate it exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event, make_url, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.pool import StaticPool
+
+logger = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+SQLITE_BUSY_TIMEOUT_S = 30.0
+# Any constant works; it only has to be the same in every process that migrates this database.
+_PG_MIGRATION_LOCK = 0x5243_4D45  # "RCME"
+_WRITE_OPTION = "researchcrew_write"
+
+
+def create_engine(url: str, **engine_kwargs: Any) -> AsyncEngine:
+    """An async engine for ``url``, configured for its backend (see the module docstring)."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        database = parsed.database or ""
+        in_memory = database in ("", ":memory:") or parsed.query.get("mode") == "memory"
+        if not in_memory:
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        kwargs: dict[str, Any] = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+        if in_memory:
+            # One shared connection, or every pooled connection would see its own empty database.
+            kwargs["poolclass"] = StaticPool
+        engine = create_async_engine(url, **{**kwargs, **engine_kwargs})
+        _configure_sqlite(engine)
+        return engine
+    if backend == "postgresql":
+        return create_async_engine(url, **{"pool_pre_ping": True, **engine_kwargs})
+    return create_async_engine(url, **engine_kwargs)
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver (see the module docstring).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def write_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The same engine (same pool) marked for writing: on SQLite its transactions start with BEGIN IMMEDIATE."""
+    return engine.execution_options(**{_WRITE_OPTION: True})
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    """An Alembic config for the packaged migrations; with ``connection``, env.py migrates over it."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+def head_revision() -> str:
+    """The newest migration revision shipped with this version of researchcrew."""
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    if head is None:
+        raise RuntimeError(f"no migrations found in {MIGRATIONS_DIR}")
+    return head
+
+
+def _current(connection: Connection) -> str | None:
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+async def current_revision(engine: AsyncEngine) -> str | None:
+    """The revision the database is at (None: never migrated)."""
+    async with engine.connect() as connection:
+        return await connection.run_sync(_current)
+
+
+async def upgrade(engine: AsyncEngine, revision: str = "head") -> None:
+    """Migrate the database to ``revision`` inside one transaction, under a cross-process lock.
+
+    PostgreSQL runs DDL transactionally, so a failed migration leaves the old schema intact; the advisory lock
+    makes concurrent openers wait for the first one. On SQLite, BEGIN IMMEDIATE plays the lock's part.
+    """
+    target = head_revision() if revision == "head" else revision
+    async with engine.connect() as probe:
+        if await probe.run_sync(_current) == target:
+            return
+    async with write_engine(engine).begin() as connection:
+        if connection.dialect.name == "postgresql":
+            await connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        before = await connection.run_sync(_current)
+        await connection.run_sync(lambda sync: command.upgrade(alembic_config(sync), revision))
+        logger.info("memory store migrated from %s to %s", before or "an empty database", revision)
+
+
+def dialect_name(session: AsyncSession) -> str:
+    """``sqlite`` or ``postgresql``: the backend a session talks to."""
+    return session.get_bind().dialect.name
+
+
+def dialect_insert(dialect_name: str, table: Any) -> Any:
+    """``INSERT`` with ``ON CONFLICT`` support for this dialect (SQLite and PostgreSQL spell it the same way)."""
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    if dialect_name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table)
+    raise NotImplementedError(f"the memory store supports SQLite and PostgreSQL, not {dialect_name}")

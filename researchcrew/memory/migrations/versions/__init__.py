@@ -1,0 +1,1 @@
+"""Migration scripts, oldest first. Never edit a released revision: add a new one."""

@@ -1,0 +1,225 @@
+"""The memory store's tables, as SQLAlchemy 2 declarative models.
+
+The schema itself is owned by the Alembic migrations in ``researchcrew/memory/migrations/versions``; these models
+must describe the head revision exactly (``tests/memory_store/test_migrations.py`` compares them). Every table
+carries ``user_id`` so that recall, export and forget are one indexed filter per table and can never cross users.
+
+Portability between SQLite and PostgreSQL:
+* timestamps go through ``UTCDateTime``: ``timestamptz`` on PostgreSQL, naive-UTC text on SQLite (so that string
+  order is time order), and always timezone-aware UTC in Python;
+* JSON columns are ``JSON`` (``JSONB`` on PostgreSQL);
+* embeddings are little-endian float32 bytes in a ``LargeBinary`` column (``bytea`` / ``BLOB``);
+* integer ids never repeat (``sqlite_autoincrement``), which the recall cache relies on to detect new rows.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+ID_LENGTH = 256  # matches contracts._base.Identifier
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend (naive values are taken as UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        # SQLite stores datetimes as text without an offset: store UTC wall time so comparisons stay correct.
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+PortableJSON = JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: PortableJSON,
+        list[Any]: PortableJSON,
+    }
+
+
+class ExchangeRow(Base):
+    """One question and its answer: the unit of conversation history and of recall."""
+
+    __tablename__ = "memory_exchanges"
+    __table_args__ = (
+        Index("ix_memory_exchanges_user_id_id", "user_id", "id"),
+        Index("ix_memory_exchanges_user_session_asked", "user_id", "session_id", "asked_at"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    response_id: Mapped[str] = mapped_column(String(ID_LENGTH), unique=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    session_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    query_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    asked_at: Mapped[datetime]
+    answered_at: Mapped[datetime]
+    stored_at: Mapped[datetime] = mapped_column(default=utcnow)
+    sources_used: Mapped[list[Any]] = mapped_column(default=list)
+    source_reports: Mapped[list[Any]] = mapped_column(default=list)
+    citations: Mapped[list[Any]] = mapped_column(default=list)
+    context: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    confidence: Mapped[float] = mapped_column(Float, default=0.0)
+    answer_kind: Mapped[str] = mapped_column(String(32), default="generated")
+    embedding: Mapped[bytes | None] = mapped_column(LargeBinary, default=None)
+    embedding_model: Mapped[str | None] = mapped_column(String(512), default=None)
+
+
+class MessageRow(Base):
+    """One side of an exchange (the user's question or the assistant's answer), in conversation order."""
+
+    __tablename__ = "memory_messages"
+    __table_args__ = (Index("ix_memory_messages_exchange_id", "exchange_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    # Deterministic (uuid5 of response id and role): a mirror such as Zep can use it as an idempotency key.
+    message_id: Mapped[str] = mapped_column(String(64), unique=True)
+    exchange_id: Mapped[int] = mapped_column(ForeignKey("memory_exchanges.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    session_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    role: Mapped[str] = mapped_column(String(16))  # "user" | "assistant"
+    content: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+
+
+class EntityRow(Base):
+    """A named thing a user's conversations mention; one row per (user, normalised name)."""
+
+    __tablename__ = "memory_entities"
+    __table_args__ = (UniqueConstraint("user_id", "normalized_name", name="uq_memory_entities_user_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    name: Mapped[str] = mapped_column(String(512))
+    normalized_name: Mapped[str] = mapped_column(String(512))
+    entity_type: Mapped[str] = mapped_column(String(64))
+    confidence: Mapped[float] = mapped_column(Float)
+    mention_count: Mapped[int] = mapped_column(Integer, default=0)
+    first_seen: Mapped[datetime]
+    last_seen: Mapped[datetime]
+
+
+class MentionRow(Base):
+    """One mention of an entity in one answer; at most one per (entity, response)."""
+
+    __tablename__ = "memory_entity_mentions"
+    __table_args__ = (
+        UniqueConstraint("entity_id", "response_id", name="uq_memory_mentions_entity_response"),
+        Index("ix_memory_entity_mentions_user_id", "user_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    entity_id: Mapped[int] = mapped_column(ForeignKey("memory_entities.id", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    response_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    confidence: Mapped[float] = mapped_column(Float)
+    context: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RelationshipRow(Base):
+    """A directed link between two entities. Every relation is stored twice: as recorded and its inverse."""
+
+    __tablename__ = "memory_relationships"
+    __table_args__ = (
+        UniqueConstraint(
+            "user_id", "source_entity_id", "target_entity_id", "relation", "inverse", name="uq_memory_relationships"
+        ),
+        Index("ix_memory_relationships_source", "source_entity_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    source_entity_id: Mapped[int] = mapped_column(ForeignKey("memory_entities.id", ondelete="CASCADE"))
+    target_entity_id: Mapped[int] = mapped_column(ForeignKey("memory_entities.id", ondelete="CASCADE"))
+    relation: Mapped[str] = mapped_column(String(128))
+    inverse: Mapped[bool] = mapped_column(Boolean, default=False)
+    confidence: Mapped[float] = mapped_column(Float)
+    count: Mapped[int] = mapped_column(Integer, default=1)
+    first_seen: Mapped[datetime]
+    last_seen: Mapped[datetime]
+    # The answer that last observed it: a relation counts once per answer, so a retried memory run is a no-op.
+    last_response_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), default=None)
+
+
+class PreferencesRow(Base):
+    """A user's learned preferences and the counters they are inferred from."""
+
+    __tablename__ = "memory_preferences"
+
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    preferences: Mapped[dict[str, Any]]
+    counters: Mapped[dict[str, Any]]
+    updated_at: Mapped[datetime]
+
+
+class OutboxRow(Base):
+    """A write to an external memory (Zep) waiting for delivery; delivered exactly once by idempotency key."""
+
+    __tablename__ = "memory_outbox"
+    __table_args__ = (
+        Index("ix_memory_outbox_due", "delivered_at", "next_attempt_at"),
+        Index("ix_memory_outbox_user_id", "user_id"),
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    idempotency_key: Mapped[str] = mapped_column(String(512), unique=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    kind: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    next_attempt_at: Mapped[datetime]
+    lease_until: Mapped[datetime | None] = mapped_column(default=None)
+    claim_token: Mapped[str | None] = mapped_column(String(64), default=None)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, default=None)
+    delivered_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+ALL_TABLES = tuple(Base.metadata.sorted_tables)

@@ -1,0 +1,573 @@
+"""``MemoryStore``: the built-in memory (SQLAlchemy async; SQLite by default, PostgreSQL by URL).
+
+One object holds a user's conversation history (with an embedding per exchange for semantic recall), the entity
+graph, learned preferences and the persisted outbox of writes to Zep. Everything is keyed by ``user_id``; no read
+ever crosses users. Open it with ``await MemoryStore.open(url)`` (which migrates the schema to the newest
+revision, keeping data) and ``await store.close()`` it at the end, or use ``async with``.
+
+Every method raises ``MemoryStoreError`` when the database cannot be reached or refuses the operation, and
+``ValueError`` for usage mistakes. Records are the pydantic models of ``researchcrew.memory.records``.
+The entity/preferences SQL lives in ``graph_store.py``, the outbox SQL in ``outbox_store.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from sqlalchemy import and_, delete, func, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
+
+from researchcrew.errors import MemoryStoreError, ModelUnavailableError
+from researchcrew.memory import graph_store, outbox_store
+from researchcrew.memory.db import create_engine, dialect_insert, upgrade, write_engine
+from researchcrew.memory.models import (
+    EntityRow,
+    ExchangeRow,
+    MentionRow,
+    MessageRow,
+    OutboxRow,
+    PreferencesRow,
+    RelationshipRow,
+)
+from researchcrew.memory.recall import DEFAULT_CACHE_MAX_VECTORS, UserVectors, VectorCache, encode_vector
+from researchcrew.memory.records import (
+    EntityMention,
+    EntityRecord,
+    EntityRelation,
+    ExchangeRecord,
+    OutboxItem,
+    OutboxWrite,
+    RecalledExchange,
+    RelationshipRecord,
+    StoredPreferences,
+)
+
+if TYPE_CHECKING:
+    from researchcrew.contracts.query import Query
+    from researchcrew.contracts.synthesizer import FinalResponse
+    from researchcrew.knowledge.embedding import Embedder
+    from researchcrew.settings import EmbeddingSettings, Settings
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+_MESSAGE_NAMESPACE = uuid.UUID("6f1c2a52-3d1e-4d4b-9a57-6b1e2c0d9e10")
+EMBEDDED_ANSWER_CHARS = 1_000  # the question plus the answer's opening is what recall matches against
+
+
+def message_id(response_id: str, role: str) -> str:
+    """The stable id of one message of an exchange (the same on every retry and in every process)."""
+    return str(uuid.uuid5(_MESSAGE_NAMESPACE, f"{response_id}:{role}"))
+
+
+def exchange_text(question: str, answer: str) -> str:
+    """The text embedded for recall."""
+    return f"{question}\n{answer[:EMBEDDED_ANSWER_CHARS]}"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+_Method = Callable[Concatenate["MemoryStore", P], Coroutine[Any, Any, T]]
+
+
+def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
+    """Turn database failures into ``MemoryStoreError`` naming the operation (the cause stays chained)."""
+
+    def decorate(method: _Method[P, T]) -> _Method[P, T]:
+        @functools.wraps(method)
+        async def wrapper(store: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return await method(store, *args, **kwargs)
+            except (SQLAlchemyError, OSError) as error:
+                logger.warning("memory store %s failed on %s: %s", operation, store.backend, error)
+                raise MemoryStoreError(f"memory store {operation} failed: {type(error).__name__}: {error}") from error
+
+        return wrapper
+
+    return decorate
+
+
+class MemoryStore:
+    """The built-in memory store. Implements ``MemoryRecall``. Create it with ``await MemoryStore.open(url)``."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        embedder: Embedder | None = None,
+        embedding_settings: EmbeddingSettings | None = None,
+        cache_max_vectors: int = DEFAULT_CACHE_MAX_VECTORS,
+    ) -> None:
+        self.engine = engine
+        self._read = async_sessionmaker(engine, expire_on_commit=False)
+        self._write = async_sessionmaker(write_engine(engine), expire_on_commit=False)
+        self._embedder = embedder
+        self._embedding_settings = embedding_settings
+        self._embedder_lock = asyncio.Lock()
+        self.vectors = VectorCache(cache_max_vectors)
+
+    # ---- lifecycle -----------------------------------------------------------------------------------------
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        embedder: Embedder | None = None,
+        embedding_settings: EmbeddingSettings | None = None,
+        cache_max_vectors: int = DEFAULT_CACHE_MAX_VECTORS,
+    ) -> MemoryStore:
+        """Connect to ``url`` and migrate its schema to the newest revision.
+
+        ``embedder`` embeds exchanges and recall queries; without one, ``get_embedder(embedding_settings)`` is
+        loaded on first use (export, forget, entities and the outbox never need it).
+        """
+        engine = create_engine(url)
+        try:
+            await upgrade(engine)
+        except (SQLAlchemyError, OSError) as error:
+            await engine.dispose()
+            safe_url = engine.url.render_as_string(hide_password=True)
+            raise MemoryStoreError(f"cannot open the memory store at {safe_url}: {error}") from error
+        return cls(
+            engine, embedder=embedder, embedding_settings=embedding_settings, cache_max_vectors=cache_max_vectors
+        )
+
+    @classmethod
+    async def from_settings(cls, settings: Settings, *, embedder: Embedder | None = None) -> MemoryStore:
+        """The store configured by ``settings.memory`` (default: ``memory.db`` in the data directory)."""
+        if settings.memory.database_url is None:
+            settings.ensure_data_dir()
+        return await cls.open(settings.memory_database_url, embedder=embedder, embedding_settings=settings.embedding)
+
+    async def close(self) -> None:
+        self.vectors.clear()
+        await self.engine.dispose()
+
+    async def __aenter__(self) -> MemoryStore:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.engine.dialect.name
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[AsyncSession]:
+        async with self._write.begin() as session:
+            yield session
+
+    async def _get_embedder(self) -> Embedder:
+        if self._embedder is None:
+            async with self._embedder_lock:
+                if self._embedder is None:
+                    from researchcrew.knowledge.embedding import get_embedder
+                    from researchcrew.settings import EmbeddingSettings
+
+                    settings = self._embedding_settings or EmbeddingSettings()
+                    self._embedder = await asyncio.to_thread(get_embedder, settings)
+        return self._embedder
+
+    # ---- conversation history ------------------------------------------------------------------------------
+    @_guarded("add_exchange")
+    async def add_exchange(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        query: Query,
+        response: FinalResponse,
+        context: dict[str, Any] | None = None,
+    ) -> ExchangeRecord:
+        """Store the message pair (question, answer) of one response, with its sources, citations and embedding.
+
+        Idempotent on ``response.response_id``: storing it again returns the stored record with ``created=False``.
+        If the embedding model cannot be loaded the exchange is still stored (history matters more than recall),
+        without an embedding, and a warning is logged.
+        """
+        if query.user_id != user_id or query.session_id != session_id:
+            raise ValueError(
+                f"query belongs to user {query.user_id!r}/session {query.session_id!r}, "
+                f"not {user_id!r}/{session_id!r}: refusing to file it under another conversation"
+            )
+        existing = await self._exchange(response.response_id)
+        if existing is not None:
+            return self._owned(existing, user_id)
+        blob, model_name = await self._embed_exchange(query.text, response.answer)
+        now = _utcnow()
+        async with self._writing() as session:
+            insert = dialect_insert(self.backend, ExchangeRow).values(
+                response_id=response.response_id,
+                user_id=user_id,
+                session_id=session_id,
+                query_id=query.query_id,
+                asked_at=query.asked_at,
+                answered_at=response.created_at,
+                stored_at=now,
+                sources_used=[r.source_type for r in response.source_reports if r.status == "success"],
+                source_reports=[r.model_dump(mode="json") for r in response.source_reports],
+                citations=[c.model_dump(mode="json") for c in response.citations],
+                context=context,
+                confidence=response.confidence,
+                answer_kind=response.answer_kind,
+                embedding=blob,
+                embedding_model=model_name,
+            )
+            exchange_id = (
+                await session.execute(
+                    insert.on_conflict_do_nothing(index_elements=["response_id"]).returning(ExchangeRow.id)
+                )
+            ).scalar_one_or_none()
+            if exchange_id is not None:
+                for role, content, created_at in (
+                    ("user", query.text, query.asked_at),
+                    ("assistant", response.answer, response.created_at),
+                ):
+                    session.add(
+                        MessageRow(
+                            message_id=message_id(response.response_id, role),
+                            exchange_id=exchange_id,
+                            user_id=user_id,
+                            session_id=session_id,
+                            role=role,
+                            content=content,
+                            created_at=created_at,
+                        )
+                    )
+        stored = await self._exchange(response.response_id)
+        if stored is None:  # pragma: no cover - only if someone deleted it between our commit and this read
+            raise MemoryStoreError(f"exchange {response.response_id} vanished right after it was stored")
+        stored = self._owned(stored, user_id)
+        stored.created = exchange_id is not None
+        return stored
+
+    @staticmethod
+    def _owned(record: ExchangeRecord, user_id: str) -> ExchangeRecord:
+        if record.user_id != user_id:
+            # Response ids are uuids; a clash means a caller reused one. Never hand out another user's exchange.
+            raise MemoryStoreError(f"response id {record.response_id} is already stored for another user")
+        return record
+
+    async def _embed_exchange(self, question: str, answer: str) -> tuple[bytes | None, str | None]:
+        try:
+            embedder = await self._get_embedder()
+            vectors = await asyncio.to_thread(embedder.embed_documents, [exchange_text(question, answer)])
+        except ModelUnavailableError as error:
+            logger.warning("storing the exchange without a recall embedding: %s", error)
+            return None, None
+        return encode_vector(vectors[0]), getattr(embedder, "model_name", type(embedder).__name__)
+
+    def _exchange_query(self) -> Any:
+        user_msg, assistant_msg = aliased(MessageRow), aliased(MessageRow)
+        return (
+            select(ExchangeRow, user_msg, assistant_msg)
+            .join(user_msg, and_(user_msg.exchange_id == ExchangeRow.id, user_msg.role == "user"))
+            .join(assistant_msg, and_(assistant_msg.exchange_id == ExchangeRow.id, assistant_msg.role == "assistant"))
+        )
+
+    @staticmethod
+    def _record(row: ExchangeRow, user_msg: MessageRow, assistant_msg: MessageRow) -> ExchangeRecord:
+        return ExchangeRecord(
+            response_id=row.response_id,
+            user_id=row.user_id,
+            session_id=row.session_id,
+            query_id=row.query_id,
+            question=user_msg.content,
+            answer=assistant_msg.content,
+            asked_at=row.asked_at,
+            answered_at=row.answered_at,
+            stored_at=row.stored_at,
+            user_message_id=user_msg.message_id,
+            assistant_message_id=assistant_msg.message_id,
+            sources_used=row.sources_used,
+            source_reports=row.source_reports,
+            citations=row.citations,
+            confidence=row.confidence,
+            answer_kind=row.answer_kind,
+            context=row.context,
+        )
+
+    async def _exchange(self, response_id: str) -> ExchangeRecord | None:
+        async with self._read() as session:
+            stmt = self._exchange_query().where(ExchangeRow.response_id == response_id)
+            found = (await session.execute(stmt)).first()
+        return self._record(*found) if found else None
+
+    @_guarded("history")
+    async def history(self, *, user_id: str, session_id: str | None, limit: int = 20) -> list[ExchangeRecord]:
+        """The latest ``limit`` exchanges of the session (of all the user's sessions when None), oldest first."""
+        stmt = self._exchange_query().where(ExchangeRow.user_id == user_id)
+        if session_id is not None:
+            stmt = stmt.where(ExchangeRow.session_id == session_id)
+        stmt = stmt.order_by(ExchangeRow.asked_at.desc(), ExchangeRow.id.desc()).limit(limit)
+        async with self._read() as session:
+            rows = (await session.execute(stmt)).all()
+        return [self._record(*row) for row in reversed(rows)]
+
+    # ---- recall --------------------------------------------------------------------------------------------
+    @_guarded("recall")
+    async def recall(
+        self,
+        *,
+        user_id: str,
+        query_text: str,
+        session_id: str | None = None,
+        limit: int = 3,
+        min_relevance: float = 0.0,
+    ) -> list[RecalledExchange]:
+        """Semantic recall over the user's exchanges (``MemoryRecall``). The query is embedded in a thread while
+        the user's vectors are checked for freshness; the search itself is one matrix-vector product."""
+        if limit <= 0 or not query_text.strip():
+            return []
+        try:
+            embedder = await self._get_embedder()
+        except ModelUnavailableError as error:
+            raise MemoryStoreError(f"recall needs the embedding model: {error}") from error
+        query_vector, vectors = await asyncio.gather(
+            asyncio.to_thread(embedder.embed_query, query_text), self._fresh_vectors(user_id, embedder.dimension)
+        )
+        hits = vectors.search(query_vector, session_id=session_id, limit=limit, min_relevance=min_relevance)
+        if not hits:
+            return []
+        async with self._read() as session:
+            stmt = self._exchange_query().where(
+                ExchangeRow.id.in_([row_id for row_id, _ in hits]), ExchangeRow.user_id == user_id
+            )
+            by_id = {row.id: self._record(row, u, a) for row, u, a in (await session.execute(stmt)).all()}
+        return [
+            RecalledExchange(
+                response_id=record.response_id,
+                user_id=record.user_id,
+                session_id=record.session_id,
+                question=record.question,
+                answer=record.answer,
+                relevance=score,
+                asked_at=record.asked_at,
+                answered_at=record.answered_at,
+                citations=record.citations,
+                sources_used=record.sources_used,
+            )
+            for row_id, score in hits
+            if (record := by_id.get(row_id)) is not None  # deleted between search and fetch: skip it
+        ]
+
+    async def _fresh_vectors(self, user_id: str, dimension: int) -> UserVectors:
+        """The user's cached vectors, brought up to date with the database (see recall.py)."""
+        async with self.vectors.lock(user_id), self._read() as session:
+            count, max_id = (
+                await session.execute(
+                    select(func.count(), func.coalesce(func.max(ExchangeRow.id), 0)).where(
+                        ExchangeRow.user_id == user_id
+                    )
+                )
+            ).one()
+            cached = self.vectors.get(user_id)
+            if cached is not None and cached.dimension == dimension:
+                if cached.rows_seen == count and cached.max_id == max_id:
+                    return cached
+                if max_id > cached.max_id:
+                    cached.add_rows(await self._vector_rows(session, user_id, after_id=cached.max_id))
+                    if cached.rows_seen == count:
+                        return cached
+            fresh = UserVectors(dimension)  # first use, or rows were removed / committed out of id order
+            fresh.add_rows(await self._vector_rows(session, user_id, after_id=0))
+            self.vectors.put(user_id, fresh)
+            return fresh
+
+    @staticmethod
+    async def _vector_rows(
+        session: AsyncSession, user_id: str, *, after_id: int
+    ) -> list[tuple[int, str, bytes | None]]:
+        stmt = (
+            select(ExchangeRow.id, ExchangeRow.session_id, ExchangeRow.embedding)
+            .where(ExchangeRow.user_id == user_id, ExchangeRow.id > after_id)
+            .order_by(ExchangeRow.id)
+        )
+        return [(row_id, session_id, blob) for row_id, session_id, blob in (await session.execute(stmt)).all()]
+
+    # ---- entity graph --------------------------------------------------------------------------------------
+    @_guarded("record_entities")
+    async def record_entities(
+        self, *, user_id: str, response_id: str, mentions: Sequence[EntityMention]
+    ) -> tuple[int, int]:
+        """Record the entities one answer mentions; returns (added, updated).
+
+        An entity is identified by its normalised name within the user's graph. A new one is added; a known one
+        mentioned by a new answer is updated (mention count + 1, last seen, confidence combined by noisy-OR, a
+        specific type replacing a generic one). Every mention is kept in the mentions table, one per (entity,
+        answer): recording the same answer again (a retry) changes nothing and counts as neither.
+        """
+        async with self._writing() as session:
+            return await graph_store.record_entities(
+                session, user_id=user_id, response_id=response_id, mentions=mentions, now=_utcnow()
+            )
+
+    @_guarded("record_relationships")
+    async def record_relationships(
+        self, *, user_id: str, relations: Sequence[EntityRelation], response_id: str | None = None
+    ) -> int:
+        """Record relations between entities; returns how many were new.
+
+        Each relation is kept in both directions (the inverse link marked ``inverse``), so ``relationships(
+        entity_name=X)`` finds X's links whichever side X was on. Entities a relation names that were never
+        mentioned are created (type "other"). A repeat updates count, confidence (noisy-OR) and last seen; with
+        ``response_id``, repeats from the same answer (several sentences, or a retry) count once.
+        """
+        async with self._writing() as session:
+            return await graph_store.record_relationships(
+                session, user_id=user_id, relations=relations, response_id=response_id, now=_utcnow()
+            )
+
+    @_guarded("entities")
+    async def entities(self, *, user_id: str, query_text: str | None = None, limit: int = 20) -> list[EntityRecord]:
+        """The user's entities, most mentioned first; with ``query_text``, only those it names (then those
+        sharing a word with it)."""
+        async with self._read() as session:
+            return await graph_store.entities(session, user_id=user_id, query_text=query_text, limit=limit)
+
+    @_guarded("relationships")
+    async def relationships(self, *, user_id: str, entity_name: str | None = None) -> list[RelationshipRecord]:
+        """Every relation as recorded (no inverse links); with ``entity_name``, all links from that entity,
+        inverse ones included."""
+        async with self._read() as session:
+            return await graph_store.relationships(session, user_id=user_id, entity_name=entity_name)
+
+    # ---- preferences ---------------------------------------------------------------------------------------
+    @_guarded("get_preferences")
+    async def get_preferences(self, *, user_id: str) -> StoredPreferences:
+        """The user's stored preferences and counters (defaults when nothing was saved)."""
+        async with self._read() as session:
+            return await graph_store.get_preferences(session, user_id=user_id)
+
+    @_guarded("save_preferences")
+    async def save_preferences(self, *, user_id: str, preferences: StoredPreferences) -> bool:
+        """Store them; True when they differ from what was stored (``updated_at`` is ignored and set now)."""
+        async with self._writing() as session:
+            return await graph_store.save_preferences(
+                session, user_id=user_id, preferences=preferences, now=_utcnow()
+            )
+
+    @_guarded("update_preferences")
+    async def update_preferences(
+        self, *, user_id: str, update: Callable[[StoredPreferences], StoredPreferences]
+    ) -> tuple[StoredPreferences, bool]:
+        """Atomic read-modify-write: ``update`` gets a copy of the stored preferences and returns the new ones.
+        Returns (the preferences now stored, whether they changed). Concurrent updates of one user serialise."""
+        async with self._writing() as session:
+            return await graph_store.update_preferences(session, user_id=user_id, update=update, now=_utcnow())
+
+    # ---- outbox --------------------------------------------------------------------------------------------
+    @_guarded("enqueue_outbox")
+    async def enqueue_outbox(self, *, user_id: str, kind: str, payload: dict[str, Any], idempotency_key: str) -> bool:
+        """Persist a write for the worker to deliver. False when that key is already queued or delivered."""
+        write = OutboxWrite(kind=kind, payload=payload, idempotency_key=idempotency_key)
+        async with self._writing() as session:
+            return await outbox_store.enqueue(session, user_id=user_id, write=write, now=_utcnow())
+
+    @_guarded("claim_due_outbox")
+    async def claim_due_outbox(
+        self, *, limit: int = 100, now: datetime | None = None, lease_s: float = 30.0
+    ) -> list[OutboxItem]:
+        """Lease up to ``limit`` due items for ``lease_s`` seconds; no other claimer gets them meanwhile."""
+        async with self._writing() as session:
+            return await outbox_store.claim_due(session, limit=limit, now=now or _utcnow(), lease_s=lease_s)
+
+    @_guarded("mark_delivered")
+    async def mark_delivered(self, item_id: int) -> None:
+        """The item reached its destination; it is never claimed again."""
+        async with self._writing() as session:
+            await outbox_store.mark_delivered(session, item_id=item_id, now=_utcnow())
+
+    @_guarded("mark_failed")
+    async def mark_failed(self, item_id: int, *, error: str, next_attempt_at: datetime) -> None:
+        """Delivery failed: release the lease and retry at ``next_attempt_at`` (no effect once delivered)."""
+        async with self._writing() as session:
+            await outbox_store.mark_failed(session, item_id=item_id, error=error, next_attempt_at=next_attempt_at)
+
+    @_guarded("outbox_counts")
+    async def outbox_counts(self, *, now: datetime | None = None) -> dict[str, int]:
+        """pending (not delivered), due, leased, delivered, failed_attempts (sum), failing (pending with ≥1 failure)."""
+        async with self._read() as session:
+            return await outbox_store.counts(session, now=now or _utcnow())
+
+    @_guarded("prune_outbox")
+    async def prune_outbox(self, *, delivered_before: datetime) -> int:
+        """Delete items delivered before then. Their keys can then be enqueued again: keep them as long as a
+        duplicate enqueue could still arrive."""
+        async with self._writing() as session:
+            return await outbox_store.prune_delivered(session, delivered_before=delivered_before)
+
+    # ---- privacy -------------------------------------------------------------------------------------------
+    @_guarded("export_user")
+    async def export_user(self, *, user_id: str) -> dict[str, Any]:
+        """Everything stored about the user, JSON-able (embeddings left out: they are derived from the text)."""
+        async with self._read() as session:
+            stmt = self._exchange_query().where(ExchangeRow.user_id == user_id)
+            stmt = stmt.order_by(ExchangeRow.asked_at, ExchangeRow.id)
+            exchanges = [self._record(*row) for row in (await session.execute(stmt)).all()]
+            entities = await graph_store.entities(session, user_id=user_id, query_text=None, limit=1_000_000)
+            mentions = await graph_store.mentions(session, user_id=user_id)
+            relations = await graph_store.relationships(session, user_id=user_id, entity_name=None)
+            has_preferences = (
+                await session.execute(select(PreferencesRow.user_id).where(PreferencesRow.user_id == user_id))
+            ).first() is not None
+            preferences = await graph_store.get_preferences(session, user_id=user_id)
+            outbox = await outbox_store.items_of(session, user_id=user_id)
+        return {
+            "user_id": user_id,
+            "exported_at": _utcnow().isoformat(),
+            "exchanges": [e.model_dump(mode="json") for e in exchanges],
+            "entities": [e.model_dump(mode="json") for e in entities],
+            "entity_mentions": [m.model_dump(mode="json") for m in mentions],
+            "relationships": [r.model_dump(mode="json") for r in relations],
+            "preferences": preferences.model_dump(mode="json") if has_preferences else None,
+            "outbox": [i.model_dump(mode="json") for i in outbox],
+        }
+
+    @_guarded("forget_user")
+    async def forget_user(self, *, user_id: str, then_enqueue: Sequence[OutboxWrite] = ()) -> dict[str, int]:
+        """Delete everything stored about the user, in one transaction; returns rows deleted per table.
+
+        Pending outbox writes of the user are deleted too (they carry the user's data). ``then_enqueue`` is
+        enqueued in the same transaction, e.g. a write that deletes the user in Zep as well.
+        """
+        counts: dict[str, int] = {}
+        async with self._writing() as session:
+            for name, table in (
+                ("entity_mentions", MentionRow),
+                ("relationships", RelationshipRow),
+                ("entities", EntityRow),
+                ("messages", MessageRow),
+                ("exchanges", ExchangeRow),
+                ("preferences", PreferencesRow),
+                ("outbox", OutboxRow),
+            ):
+                core: Any = table.__table__
+                result = await session.execute(delete(core).where(core.c.user_id == user_id))
+                counts[name] = int(result.rowcount)  # type: ignore[attr-defined]
+            now = _utcnow()
+            for write in then_enqueue:
+                await outbox_store.enqueue(session, user_id=user_id, write=write, now=now)
+        self.vectors.forget(user_id)
+        logger.info("forgot user %s: %s", user_id, counts)
+        return counts
