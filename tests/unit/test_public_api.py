@@ -1,0 +1,84 @@
+"""The public API is exactly what ``researchcrew.__all__`` lists; changing it is a deliberate act that edits this pin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import researchcrew
+from researchcrew import contracts, errors
+
+PUBLIC_API = [
+    "AggregatedContext",
+    "ConfigurationError",
+    "ContextChunk",
+    "ContradictionRecord",
+    "CoverageMetrics",
+    "EvaluatorInput",
+    "EvaluatorOutput",
+    "FilteredContext",
+    "FinalResponse",
+    "IngestError",
+    "KnowledgeBase",
+    "KnowledgeBaseError",
+    "MemoryInput",
+    "MemoryOutput",
+    "MemoryStoreError",
+    "ModelUnavailableError",
+    "QualityStatistics",
+    "Query",
+    "RemovalReason",
+    "ResearchCrewError",
+    "RetrieverAgent",
+    "RetrieverInput",
+    "RetrieverOutput",
+    "Settings",
+    "SourceFailure",
+    "SourceReport",
+    "SynthesizerInput",
+    "SynthesizerOutput",
+    "Tool",
+    "ToolError",
+    "ToolResult",
+    "UserPreferences",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert researchcrew.__all__ == PUBLIC_API
+
+
+@pytest.mark.parametrize("name", PUBLIC_API)
+def test_every_public_name_resolves(name: str) -> None:
+    value = getattr(researchcrew, name)
+    assert value is not None
+    assert getattr(value, "__name__", name) == name
+
+
+def test_reexports_are_the_same_objects_as_their_home_modules() -> None:
+    for name in contracts.__all__:
+        if name in PUBLIC_API:
+            assert getattr(researchcrew, name) is getattr(contracts, name)
+    assert researchcrew.ToolError is errors.ToolError
+    from researchcrew.agents.retriever import RetrieverAgent
+
+    assert researchcrew.RetrieverAgent is RetrieverAgent
+
+
+def test_unknown_attributes_raise_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
+        _ = researchcrew.NoSuchThing  # type: ignore[attr-defined]
+
+
+def test_importing_the_package_stays_cheap() -> None:
+    # A fresh interpreter: `import researchcrew` must not pull in the heavy parts (they load on first use).
+    code = (
+        "import json, sys; import researchcrew; "
+        "print(json.dumps(sorted(m for m in ('crewai', 'torch', 'pymilvus', 'sentence_transformers', "
+        "'researchcrew.agents.retriever') if m in sys.modules)))"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(completed.stdout) == []
