@@ -1,4 +1,4 @@
-"""The public API is exactly what ``researchcrew.__all__`` lists; changing it is a deliberate act that edits this pin."""
+"""The public API is exactly what ``researchcrew.__all__`` lists; changing it deliberately means editing this pin."""
 
 from __future__ import annotations
 
