@@ -70,7 +70,7 @@ def test_reexports_are_the_same_objects_as_their_home_modules() -> None:
 
 def test_unknown_attributes_raise_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'NoSuchThing'"):
-        _ = researchcrew.NoSuchThing  # type: ignore[attr-defined]
+        _ = researchcrew.NoSuchThing
 
 
 def test_importing_the_package_stays_cheap() -> None:
