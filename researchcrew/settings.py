@@ -93,6 +93,12 @@ class FirecrawlSettings(BaseModel):
     max_content_chars: int = Field(
         default=6000, ge=200, le=200_000, description="Page markdown longer than this is cut for one chunk."
     )
+    timeout_s: float = Field(
+        default=7.0,
+        gt=0,
+        le=300,
+        description="Timeout for one Firecrawl HTTP request, in seconds; also sent as the server-side search timeout.",
+    )
 
 
 class ArxivSettings(BaseModel):
@@ -106,6 +112,7 @@ class ArxivSettings(BaseModel):
     cache_ttl_s: float = Field(default=3600.0, ge=0, description="How long identical queries are answered from cache.")
     cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
     num_retries: int = Field(default=1, ge=0, le=5, description="Retries the `arxiv` client makes on a failed page.")
+    timeout_s: float = Field(default=7.0, gt=0, le=120, description="Timeout for one arXiv HTTP request, in seconds.")
 
 
 class ZepSettings(BaseModel):

@@ -119,3 +119,13 @@ def validate_chunks(raw: object, tool: Tool) -> list[ContextChunk]:
             chunk.tool_name = tool.name
         chunks.append(chunk)
     return chunks
+
+
+def rank_relevance(position: int) -> float:
+    """A relevance in [0, 1] for a source that ranks its results but gives no score (web search, arXiv).
+
+    It is a prior from the rank alone, not a measured similarity: the first hit gets 0.9 (not 1.0 — being first
+    says nothing about being a perfect match) and later hits decay harmonically (5th ≈ 0.64, 10th ≈ 0.47,
+    50th ≈ 0.15). ``position`` is 1-based; anything below 1 counts as 1.
+    """
+    return 0.9 / (1.0 + 0.1 * (max(position, 1) - 1))

@@ -109,7 +109,10 @@ class LoopbackServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="loopback-server", daemon=True)
+        # A short poll interval: shutdown() waits for the serve loop's next poll (0.5 s by default, per server).
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="loopback-server", daemon=True
+        )
 
     @property
     def port(self) -> int:
