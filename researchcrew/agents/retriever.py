@@ -58,8 +58,11 @@ class _Outcome:
 class RetrieverAgent:
     """Fans a query out to the selected tools concurrently and aggregates their evidence.
 
-    ``settings`` supplies the defaults for ``timeout_per_source`` and ``num_results`` when a ``RetrieverInput``
-    does not set them explicitly.
+    Every tool whose source type is not excluded is called as ``tool.search(query, timeout=..., num_results=...,
+    user_id=..., session_id=..., **tool_options[source_type])``, so a tool's ``_search`` must accept ``user_id``
+    and ``session_id`` (or ``**kwargs``). ``tool_options`` may override ``num_results`` per source type, not the
+    timeout. ``settings`` supplies the defaults for ``timeout_per_source`` and ``num_results`` when a
+    ``RetrieverInput`` does not set them explicitly.
     """
 
     # Tool tasks that ignored cancellation are kept referenced here until they end, so that they are not garbage

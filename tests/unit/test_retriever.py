@@ -45,7 +45,7 @@ def report(output: RetrieverOutput, tool_name: str) -> Any:
 async def test_every_source_answers_success_with_attribution_and_arguments() -> None:
     tools = [FakeTool("rag"), FakeTool("web"), FakeTool("arxiv"), FakeTool("memory")]
     output = await RetrieverAgent(tools).run(
-        request(num_results=3, tool_options={"web": {"domains": ["arxiv.org"]}})
+        request(num_results=3, tool_options={"web": {"domains": ["arxiv.org"]}, "memory": {"num_results": 1}})
     )
 
     assert output.retrieval_status == "success"
@@ -64,6 +64,7 @@ async def test_every_source_answers_success_with_attribution_and_arguments() -> 
     ]
     assert tools[1].calls[0][1]["domains"] == ["arxiv.org"]
     assert "domains" not in tools[2].calls[0][1]
+    assert tools[3].calls[0][1]["num_results"] == 1  # a per-source option overrides the request's num_results
     # The output is a valid contract that survives JSON.
     assert RetrieverOutput.model_validate_json(output.model_dump_json()) == output
 
