@@ -12,7 +12,8 @@ from researchcrew.contracts._base import Contract, Identifier, SourceType
 
 ResponseFormat = Literal["concise", "detailed", "technical"]
 
-MAX_QUERY_CHARS = 4_000
+MAX_QUERY_CHARS = 4_000  # the longest question researched; the guard refuses longer ones politely
+MAX_RECORDED_CHARS = 100_000  # what a Query may hold at all, so that an oversized message can still be refused
 
 
 class UserPreferences(Contract):
@@ -35,7 +36,11 @@ class Query(Contract):
     """A question as the system received it."""
 
     query_id: str = Field(default_factory=lambda: uuid.uuid4().hex, description="Unique id of this question.")
-    text: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question, as asked.")
+    text: str = Field(
+        max_length=MAX_RECORDED_CHARS,
+        description="The question, as asked. Not validated for content here: the Flow's guard refuses empty, "
+        f"oversized (> {MAX_QUERY_CHARS} characters) or incoherent questions with a polite reply.",
+    )
     user_id: Identifier = Field(description="Who asked.")
     session_id: Identifier = Field(description="The conversation it belongs to.")
     asked_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it was asked (UTC).")

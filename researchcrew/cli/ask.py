@@ -1,0 +1,110 @@
+"""`researchcrew ask "question"`: research a question and print the cited answer, its sources, and what each
+source did (used, or failed and why). ``--json`` prints the whole FinalResponse for scripts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+import click
+
+from researchcrew.cli._common import echo_json, load_settings
+
+if TYPE_CHECKING:
+    from researchcrew.contracts import FinalResponse
+
+_KIND_LABEL = {
+    "generated": "",
+    "extractive": "extractive answer (quoted from the sources, no language model)",
+    "uncertainty": "not enough evidence",
+    "refusal": "not researched",
+}
+
+
+@click.command()
+@click.argument("question")
+@click.option("--user", "user_id", default="local", show_default=True, envvar="RESEARCHCREW_USER",
+              help="Whose memory this question uses and adds to.")
+@click.option("--session", "session_id", default="cli", show_default=True, envvar="RESEARCHCREW_SESSION",
+              help="The conversation this question belongs to.")
+@click.option("--format", "response_format", type=click.Choice(["concise", "detailed", "technical"]),
+              default=None, help="Answer style (default: the user's learned preference, else detailed).")
+@click.option("--source", "preferred_sources", multiple=True, metavar="TYPE",
+              help="Put this source type first (rag, web, arxiv, memory); repeatable.")
+@click.option("--exclude", "exclude_sources", multiple=True, metavar="TYPE",
+              help="Do not search this source type; repeatable.")
+@click.option("--deadline", "deadline_s", type=click.FloatRange(min=0.5, max=600), default=None,
+              help="Seconds for the whole run (default 30).")
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+def ask(question: str, user_id: str, session_id: str, response_format: str | None,
+        preferred_sources: tuple[str, ...], exclude_sources: tuple[str, ...], deadline_s: float | None,
+        as_json: bool) -> None:
+    """Ask a research question and print a cited answer."""
+    settings = load_settings()
+    from pydantic import ValidationError
+
+    from researchcrew.assistant import ResearchAssistant
+    from researchcrew.errors import ResearchCrewError
+
+    preferences = {"response_format": response_format} if response_format else {}
+
+    async def run() -> FinalResponse:
+        async with ResearchAssistant(settings=settings) as assistant:
+            return await assistant.ask(
+                question, user_id=user_id, session_id=session_id,
+                preferred_sources=list(preferred_sources) or None, exclude_sources=list(exclude_sources) or None,
+                deadline_s=deadline_s, **preferences,
+            )
+
+    try:
+        response = asyncio.run(run())
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise click.ClickException(f"invalid request: {problems}") from error
+    except ResearchCrewError as error:
+        raise click.ClickException(str(error)) from error
+    if as_json:
+        echo_json(response.model_dump(mode="json"))
+    else:
+        click.echo(render_answer(response))
+
+
+def render_answer(response: FinalResponse) -> str:
+    """The answer as a person reads it in a terminal: text, numbered sources, then what each source did."""
+    lines: list[str] = []
+    label = _KIND_LABEL.get(response.answer_kind, "")
+    header = f"Confidence: {response.confidence_level} ({response.confidence:.2f})"
+    if label:
+        header += f" · {label}"
+    if response.partial:
+        header += " · partial (time limit reached)"
+    lines += [header, "", response.answer.strip(), ""]
+    if response.citations:
+        lines.append("Sources:")
+        for citation in response.citations:
+            where = citation.url or citation.source_id or citation.chunk_id
+            date = f", {citation.source_date:%Y-%m-%d}" if citation.source_date else ""
+            title = citation.title or "(untitled)"
+            lines.append(f"  [{citation.number}] {title} — {where}{date} ({citation.source_type})")
+        lines.append("")
+    if response.source_reports:
+        lines.append("Searched:")
+        for report in response.source_reports:
+            if report.status == "failed" and report.failure is not None:
+                state = f"failed: {report.failure.kind} — {report.failure.message}"
+            elif report.status == "skipped":
+                state = "skipped"
+            else:
+                state = f"used, {report.chunk_count} result(s) in {report.latency_ms:.0f} ms"
+            lines.append(f"  {report.source_type:<8} {state}")
+    from researchcrew.responses import source_caveats
+
+    already_shown = set(source_caveats(response.source_reports))  # failures are listed under "Searched"
+    notes = [caveat for caveat in response.caveats if caveat not in already_shown]
+    if notes:
+        lines += ["", "Notes:"] + [f"  - {note}" for note in notes]
+    if response.citation_stats.removed or response.citation_stats.claims_removed:
+        stats = response.citation_stats
+        lines.append(f"  - citation check removed {stats.removed} invalid citation(s) and {stats.claims_removed} "
+                     "unsupported claim(s)")
+    return "\n".join(lines).rstrip() + "\n"
