@@ -170,6 +170,67 @@ class MemorySettings(BaseModel):
     recall_min_relevance: float = Field(default=0.35, ge=0, le=1, description="Recall below this is not returned.")
 
 
+def _default_reputations() -> dict[str, float]:
+    # arXiv: refereed-or-close scholarly text; rag: the user's own curated knowledge base; web: anything;
+    # memory: what was said earlier in the conversation (useful context, not evidence).
+    return {"arxiv": 0.85, "rag": 0.8, "web": 0.6, "memory": 0.5}
+
+
+class EvaluationSettings(BaseModel):
+    """How the Evaluator scores, deduplicates and cross-checks evidence (seed 003, "Evaluator Agent")."""
+
+    source_reputation: dict[str, float] = Field(
+        default_factory=_default_reputations,
+        description="Reputation in [0, 1] per source type. Per-user preferences and per-call weights override it.",
+    )
+    default_reputation: float = Field(default=0.5, ge=0, le=1, description="Reputation of a source type not listed.")
+    quality_threshold: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Evidence scoring below this is removed before synthesis (seed 003's EvaluatorInput default is "
+        "0.6; see the ask benchmark for how the default was chosen).",
+    )
+    normalize_weights: bool = Field(
+        default=True,
+        description="Divide the weighted sum by the sum of the weights, so the score is a weighted mean and a "
+        "perfect chunk reaches 1.0 (the seed's default weights sum to 0.9). False: the seed's literal formula.",
+    )
+    recency_half_life_days: float = Field(
+        default=1826.25, gt=0, description="Age at which recency falls to 0.5 (exponential decay). Default 5 years."
+    )
+    undated_recency: float = Field(
+        default=0.5, ge=0, le=1, description="Recency of a chunk without a date: neutral (one half-life old)."
+    )
+    duplicate_threshold: float = Field(
+        default=0.8,
+        gt=0,
+        le=1,
+        description="A chunk whose word 3-shingles are at least this much contained in a better chunk is removed.",
+    )
+    redundancy_threshold: float = Field(
+        default=0.5, gt=0, le=1, description="From this containment up to the duplicate threshold: score × penalty."
+    )
+    redundancy_penalty: float = Field(default=0.5, ge=0, le=1, description="Multiplier for redundant chunks (seed).")
+    numeric_tolerance: float = Field(
+        default=0.05, ge=0, le=1, description="Relative difference under which two values of a quantity agree."
+    )
+    max_contradictions: int = Field(default=20, ge=0, le=500, description="Most contradictions reported.")
+    max_llm_adjudications: int = Field(
+        default=6, ge=0, le=100, description="Most suspected contradictions sent to the LLM per evaluation."
+    )
+    llm_timeout_s: float = Field(default=10.0, gt=0, description="Timeout for one adjudication call, in seconds.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EvaluationSettings:
+        bad = {name: value for name, value in self.source_reputation.items() if not 0.0 <= value <= 1.0}
+        if bad:
+            raise ValueError(f"source_reputation values must be in [0, 1], got {bad}")
+        if self.redundancy_threshold > self.duplicate_threshold:
+            raise ValueError("redundancy_threshold must not exceed duplicate_threshold")
+        return self
+
+
 class ServiceSettings(BaseModel):
     host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
@@ -203,6 +264,9 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and fusion.")
     memory: MemorySettings = Field(default_factory=MemorySettings, description="Conversation memory.")
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
+    evaluation: EvaluationSettings = Field(
+        default_factory=EvaluationSettings, description="Evidence scoring, deduplication, contradictions."
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -40,6 +40,12 @@ class ScoredChunk(Contract):
     recency: UnitFloat = Field(description="Recency component, before weighting.")
     relevance: UnitFloat = Field(description="Relevance component, before weighting.")
     redundancy_penalised: bool = Field(default=False, description="Whether the redundancy penalty was applied.")
+    base_score: UnitFloat | None = Field(
+        default=None, description="Quality score before the redundancy penalty (None when not computed)."
+    )
+    similar_to: str | None = Field(
+        default=None, description="The better chunk this one largely repeats, when the penalty was applied."
+    )
 
 
 class FilteredContext(Contract):
@@ -50,6 +56,8 @@ class FilteredContext(Contract):
 
 
 class QualityStatistics(Contract):
+    """Counts and score distribution of one evaluation."""
+
     original_chunk_count: int = Field(ge=0, description="Chunks received.")
     filtered_chunk_count: int = Field(ge=0, description="Chunks kept.")
     removal_rate: float = Field(ge=0.0, le=100.0, description="Percentage of chunks removed.")
@@ -73,6 +81,9 @@ class ContradictionRecord(Contract):
     subject: str | None = Field(default=None, description="What the claims are about (the quantity or topic).")
     confidence: UnitFloat = Field(default=0.5, description="How sure we are that this is a real contradiction.")
     explanation: str | None = Field(default=None, description="Why the claims conflict (or the LLM's verdict).")
+    verdict_source: Literal["heuristic", "llm"] = Field(
+        default="heuristic", description="heuristic: found by rules only; llm: confirmed by LLM adjudication."
+    )
 
 
 RemovalCategory = Literal["below_threshold", "duplicate", "empty", "invalid"]
@@ -86,11 +97,24 @@ class RemovalReason(Contract):
     detail: str = Field(description="A human-readable explanation.")
     quality_score: UnitFloat | None = Field(default=None, description="Its score, when it was scored.")
     duplicate_of: str | None = Field(default=None, description="The chunk kept instead, for duplicates.")
+    components: dict[str, float] | None = Field(
+        default=None, description="The score's parts (reputation, recency, relevance, penalty), when scored."
+    )
 
 
 class EvaluatorOutput(Contract):
+    """Evidence that passed, why the rest did not, and where the sources disagree."""
+
     filtered_context: FilteredContext = Field(description="Evidence that passed.")
     quality_stats: QualityStatistics = Field(description="Counts and score distribution.")
     contradictions_found: list[ContradictionRecord] = Field(default_factory=list, description="Disagreements found.")
     removal_rationale: list[RemovalReason] = Field(default_factory=list, description="One entry per removed chunk.")
     execution_time_ms: NonNegativeMs = Field(description="Wall time in milliseconds.")
+    rejected_chunks: list[ScoredChunk] = Field(
+        default_factory=list,
+        description="Chunks removed for scoring below the threshold, best first: the best low-quality matches an "
+        "uncertainty response can show. Duplicates are not listed here.",
+    )
+    dismissed_contradictions: list[ContradictionRecord] = Field(
+        default_factory=list, description="Suspected contradictions the LLM judged not to be contradictions."
+    )

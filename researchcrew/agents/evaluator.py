@@ -1,0 +1,197 @@
+"""The Evaluator (seed 003): score, deduplicate, filter and cross-check the Retriever's evidence.
+
+Everything here is deterministic, CPU-light async Python; an LLM is used only to adjudicate suspected
+contradictions, and only when one is given. The steps, in order:
+
+1. **Sanity**: a chunk with no words (only punctuation or markup) is removed as ``empty``; a second chunk reusing
+   an earlier ``chunk_id`` is removed as ``invalid`` (citations are resolved by id, so ids must be unique).
+2. **Score** every received chunk (``scoring``): reputation, recency, relevance, weighted.
+3. **Deduplicate** best first (``dedup``): near-identical chunks are removed as ``duplicate`` of the better one;
+   similar ones keep their place with the seed's redundancy penalty (score × 0.5).
+4. **Filter**: chunks scoring below ``quality_threshold`` are removed as ``below_threshold``, the score and its
+   components in the reason. If that removes *everything*, nothing is kept: garbage is not promoted to evidence.
+   The kept list is then empty, the Flow's confidence check sees no evidence and answers with an uncertainty
+   response, and ``rejected_chunks`` (best first) gives it the best low-quality matches to show.
+5. **Statistics** over all received chunks (score buckets) and the kept ones (average).
+6. **Contradictions** among the kept chunks (``contradictions``), adjudicated by the LLM when one is configured
+   (``adjudication``).
+
+The agent never raises for bad evidence: every removal is reported as data.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from researchcrew.agents.adjudication import adjudicate
+from researchcrew.agents.contradictions import detect_contradictions
+from researchcrew.agents.dedup import find_duplicates, shingles
+from researchcrew.agents.scoring import ScoreParts, Scorer
+from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.contracts.evaluator import (
+    ContradictionRecord,
+    EvaluatorInput,
+    EvaluatorOutput,
+    FilteredContext,
+    QualityStatistics,
+    RemovalReason,
+    ScoredChunk,
+)
+from researchcrew.settings import EvaluationSettings
+
+if TYPE_CHECKING:
+    from crewai import BaseLLM
+
+logger = logging.getLogger(__name__)
+
+BUCKETS: tuple[str, ...] = ("0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0")
+
+
+def bucket_of(score: float) -> str:
+    """The quality bucket of a score; each bucket includes its lower bound, the last one also 1.0."""
+    return BUCKETS[min(int(score * len(BUCKETS)), len(BUCKETS) - 1)]
+
+
+def quality_statistics(received: Sequence[float], kept: Sequence[float]) -> QualityStatistics:
+    distribution = dict.fromkeys(BUCKETS, 0)
+    for score in received:
+        distribution[bucket_of(score)] += 1
+    removed = len(received) - len(kept)
+    return QualityStatistics(
+        original_chunk_count=len(received),
+        filtered_chunk_count=len(kept),
+        removal_rate=round(100.0 * removed / len(received), 2) if received else 0.0,
+        average_quality_score=round(sum(kept) / len(kept), 4) if kept else 0.0,
+        quality_distribution=distribution,
+    )
+
+
+class EvaluatorAgent:
+    """Turns an ``AggregatedContext`` into a ``FilteredContext`` with reasons, statistics and contradictions."""
+
+    def __init__(self, settings: EvaluationSettings | None = None, *, llm: BaseLLM | None = None) -> None:
+        self.settings = settings or EvaluationSettings()
+        self.llm = llm
+
+    async def run(self, request: EvaluatorInput) -> EvaluatorOutput:
+        started = time.perf_counter()
+        chunks = request.aggregated_context.chunks
+        scorer = Scorer.for_request(request, self.settings)
+        parts = [scorer.score(chunk) for chunk in chunks]
+        final = [p.score for p in parts]
+        shingle_sets = [shingles(chunk.content) for chunk in chunks]
+        removals: dict[int, RemovalReason] = {}
+
+        seen_ids: dict[str, int] = {}
+        for index, chunk in enumerate(chunks):
+            if chunk.chunk_id in seen_ids:
+                removals[index] = RemovalReason(
+                    chunk_id=chunk.chunk_id, reason="invalid", quality_score=parts[index].score,
+                    detail=f"chunk_id already used by chunk #{seen_ids[chunk.chunk_id] + 1}; ids must be unique",
+                )
+            elif not shingle_sets[index]:
+                removals[index] = RemovalReason(
+                    chunk_id=chunk.chunk_id, reason="empty", quality_score=parts[index].score,
+                    detail="no words in the content (only punctuation or markup)",
+                )
+            seen_ids.setdefault(chunk.chunk_id, index)
+
+        candidates = [i for i in range(len(chunks)) if i not in removals]
+        best_first = sorted(candidates, key=lambda i: (-parts[i].score, i))
+        decisions = find_duplicates(
+            shingle_sets,
+            best_first,
+            duplicate_threshold=self.settings.duplicate_threshold,
+            redundancy_threshold=self.settings.redundancy_threshold,
+        )
+        similar_to: dict[int, str] = {}
+        for index in best_first:
+            decision = decisions[index]
+            if decision.kind == "unique" or decision.other is None:
+                continue
+            other = chunks[decision.other]
+            if decision.kind == "duplicate":
+                removals[index] = RemovalReason(
+                    chunk_id=chunks[index].chunk_id, reason="duplicate", duplicate_of=other.chunk_id,
+                    quality_score=parts[index].score, components=parts[index].components(),
+                    detail=f"{decision.containment:.0%} of its text repeats {other.chunk_id} "
+                    f"({other.source_type}, quality {parts[decision.other].score:.3f} ≥ {parts[index].score:.3f})",
+                )
+            else:
+                final[index] = parts[index].score * self.settings.redundancy_penalty
+                similar_to[index] = other.chunk_id
+
+        scored = {i: self._scored(chunks[i], parts[i], final[i], similar_to.get(i)) for i in best_first}
+        kept: list[int] = []
+        rejected: list[int] = []
+        for index in best_first:
+            if index in removals:
+                continue
+            if final[index] >= request.quality_threshold:
+                kept.append(index)
+                continue
+            rejected.append(index)
+            removals[index] = self._below_threshold(scorer, chunks[index], parts[index], final[index],
+                                                    request.quality_threshold, similar_to.get(index))
+        rank = {index: position for position, index in enumerate(best_first)}
+        kept.sort(key=lambda i: (-final[i], rank[i]))
+        rejected.sort(key=lambda i: (-final[i], i))
+        if chunks and not kept:
+            logger.info("evaluation kept none of %d chunks (threshold %.2f); best score %.3f",
+                        len(chunks), request.quality_threshold, max(final))
+
+        kept_chunks = [chunks[i] for i in kept]
+        contradictions, dismissed = await self._contradictions(kept_chunks)
+        return EvaluatorOutput(
+            filtered_context=FilteredContext(
+                query_text=request.aggregated_context.query_text, chunks=[scored[i] for i in kept]
+            ),
+            quality_stats=quality_statistics(final, [final[i] for i in kept]),
+            contradictions_found=contradictions,
+            removal_rationale=[removals[i] for i in sorted(removals)],
+            rejected_chunks=[scored[i] for i in rejected],
+            dismissed_contradictions=dismissed,
+            execution_time_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+    def _scored(self, chunk: ContextChunk, parts: ScoreParts, final: float, similar_to: str | None) -> ScoredChunk:
+        return ScoredChunk(
+            chunk=chunk,
+            quality_score=final,
+            source_reputation=parts.reputation,
+            recency=parts.recency,
+            relevance=parts.relevance,
+            redundancy_penalised=similar_to is not None,
+            base_score=parts.score,
+            similar_to=similar_to,
+        )
+
+    def _below_threshold(
+        self, scorer: Scorer, chunk: ContextChunk, parts: ScoreParts, final: float, threshold: float,
+        similar_to: str | None,
+    ) -> RemovalReason:
+        components = parts.components()
+        detail = f"quality {final:.3f} < threshold {threshold:.2f}: {scorer.describe(chunk, parts)}"
+        if similar_to is not None:
+            components["redundancy_penalty"] = self.settings.redundancy_penalty
+            detail += f", × redundancy penalty {self.settings.redundancy_penalty:g} (repeats {similar_to})"
+        return RemovalReason(
+            chunk_id=chunk.chunk_id, reason="below_threshold", detail=detail, quality_score=final,
+            components=components,
+        )
+
+    async def _contradictions(
+        self, chunks: Sequence[ContextChunk]
+    ) -> tuple[list[ContradictionRecord], list[ContradictionRecord]]:
+        if len(chunks) < 2 or self.settings.max_contradictions == 0:
+            return [], []
+        suspected = detect_contradictions(
+            chunks, tolerance=self.settings.numeric_tolerance, limit=self.settings.max_contradictions
+        )
+        if not suspected or self.llm is None or self.settings.max_llm_adjudications == 0:
+            return suspected, []
+        result = await adjudicate(suspected, self.llm, self.settings)
+        return result.kept, result.dismissed
