@@ -65,7 +65,9 @@ Route = Callable[[Request], Reply]
 class LoopbackServer:
     """Serve ``route`` on 127.0.0.1 (a free port) in a background thread; use as a context manager."""
 
-    def __init__(self, route: Route) -> None:
+    def __init__(self, route: Route, *, port: int = 0) -> None:
+        """``port=0`` picks a free port; a fixed port lets a test bring a service back where it was (after
+        ``closed_port()``, for "down, then back")."""
         self.route = route
         self.requests: list[Request] = []
         self._lock = threading.Lock()
@@ -74,6 +76,9 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out as two writes; with Nagle on, the body waits for the client's delayed ACK
+            # (~40 ms per request on Linux). Keep-alive clients would see every request take that long.
+            disable_nagle_algorithm = True
 
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -107,7 +112,7 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
                 return
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         # A short poll interval: shutdown() waits for the serve loop's next poll (0.5 s by default, per server).
         self._thread = threading.Thread(

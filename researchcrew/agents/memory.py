@@ -1,0 +1,202 @@
+"""The Memory agent (seed 003, stage 4): remember an answered question after the answer has gone out.
+
+``await agent.run(MemoryInput) -> MemoryOutput`` does five independent steps:
+
+1. history — store the message pair (question, answer) with its sources and citations (``add_exchange``);
+2. entities — extract entities from the question and the answer and record each mention;
+3. relationships — record the relations the extractor found (co-occurrence; typed ones with an LLM);
+4. preferences — update the user's learned preferences from what this request asked for;
+5. zep — when Zep is configured, enqueue the mirror write in the persisted outbox (a local insert).
+
+A step that fails is logged and reported (``status="partial"``, ``error_message``) and the others still run;
+``run`` never raises. ``remember_in_background`` is what the research Flow uses: it schedules ``run`` as a task and
+returns at once, so memory never delays the answer; ``wait_idle``/``aclose`` flush pending work at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import ValidationError
+
+from researchcrew.contracts.memory import MemoryInput, MemoryOutput
+from researchcrew.contracts.query import Query
+from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.errors import MemoryStoreError
+from researchcrew.memory.entities import EntityExtractor, Extraction, RuleBasedExtractor
+from researchcrew.memory.entities_llm import LLMEntityExtractor, SupportsACall
+from researchcrew.memory.outbox import OutboxWorker
+from researchcrew.memory.preferences import PreferenceLearner, PreferencePolicy, RequestSignals
+from researchcrew.memory.records import EntityMention, EntityRelation, ExchangeRecord, StoredPreferences
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+STEPS = ("history", "entities", "relationships", "preferences", "zep")
+
+
+class MemoryAgentStore(Protocol):
+    """The part of ``MemoryStore`` the agent uses."""
+
+    async def add_exchange(
+        self, *, user_id: str, session_id: str, query: Query, response: FinalResponse,
+        context: dict[str, Any] | None = None,
+    ) -> ExchangeRecord: ...
+
+    async def record_entities(
+        self, *, user_id: str, response_id: str, mentions: Sequence[EntityMention]
+    ) -> tuple[int, int]: ...
+
+    async def record_relationships(
+        self, *, user_id: str, relations: Sequence[EntityRelation], response_id: str | None = None
+    ) -> int: ...
+
+    async def history(self, *, user_id: str, session_id: str | None, limit: int = 20) -> list[ExchangeRecord]: ...
+
+    async def update_preferences(
+        self, *, user_id: str, update: Callable[[StoredPreferences], StoredPreferences]
+    ) -> tuple[StoredPreferences, bool]: ...
+
+
+@dataclass
+class _Outcome:
+    failures: list[str] = field(default_factory=list)
+    attempted: int = 0
+
+
+class MemoryAgent:
+    """Stores what one exchange taught us. See the module docstring."""
+
+    def __init__(
+        self,
+        store: MemoryAgentStore,
+        *,
+        extractor: EntityExtractor | None = None,
+        zep_outbox: OutboxWorker | None = None,
+        llm: SupportsACall | None = None,
+        preference_policy: PreferencePolicy | None = None,
+        step_timeout_s: float = 30.0,
+    ) -> None:
+        self.store = store
+        if extractor is None:
+            extractor = LLMEntityExtractor(llm) if llm is not None else RuleBasedExtractor()
+        self.extractor = extractor
+        self.zep_outbox = zep_outbox
+        self.preferences = PreferenceLearner(store, preference_policy)
+        self.step_timeout_s = step_timeout_s
+        self._tasks: set[asyncio.Task[MemoryOutput]] = set()
+
+    # ---- the Flow's entry point ----------------------------------------------------------------------------------
+    def remember_in_background(self, memory_input: MemoryInput) -> asyncio.Task[MemoryOutput]:
+        """Schedule ``run`` and return at once (the answer must not wait for memory). The task never raises;
+        its result is the ``MemoryOutput``. Keep no reference if you do not need it: the agent keeps one."""
+        task = asyncio.create_task(self.run(memory_input), name=f"remember:{memory_input.final_response.response_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    @property
+    def pending(self) -> int:
+        return sum(not t.done() for t in self._tasks)
+
+    async def wait_idle(self, timeout_s: float | None = None) -> bool:
+        """Wait until every background task has finished; False if ``timeout_s`` passed first."""
+        tasks = [t for t in self._tasks if not t.done()]
+        if not tasks:
+            return True
+        _, still_running = await asyncio.wait(tasks, timeout=timeout_s)
+        return not still_running
+
+    async def aclose(self, timeout_s: float = 10.0) -> None:
+        """Flush background work at shutdown: wait up to ``timeout_s``, then cancel what is left (logged)."""
+        if await self.wait_idle(timeout_s):
+            return
+        leftover = [t for t in self._tasks if not t.done()]
+        logger.warning("memory: %d background task(s) still running after %s s; cancelling", len(leftover), timeout_s)
+        for task in leftover:
+            task.cancel()
+        await asyncio.gather(*leftover, return_exceptions=True)
+
+    # ---- the work --------------------------------------------------------------------------------------------------
+    async def run(self, memory_input: MemoryInput) -> MemoryOutput:
+        """Store the exchange, its entities and relations, learn preferences, queue the Zep mirror. Never raises."""
+        started = time.perf_counter()
+        user_id, session_id = memory_input.user_id, memory_input.session_id
+        query, response = memory_input.query, memory_input.final_response
+        signals = RequestSignals.from_context(memory_input.context)
+        outcome = _Outcome()
+        result: dict[str, Any] = {}
+
+        record = await self._step(outcome, "history", lambda: self.store.add_exchange(
+            user_id=user_id, session_id=session_id, query=query, response=response, context=memory_input.context))
+        result["conversation_entry_added"] = record is not None
+
+        extraction = await self._step(outcome, "entities", lambda: self.extractor.extract([query.text,
+                                                                                            response.answer]))
+        if extraction is not None:
+            counts = await self._step(outcome, "entities", lambda: self.store.record_entities(
+                user_id=user_id, response_id=response.response_id, mentions=extraction.mentions))
+            if counts is not None:
+                result["entities_added"], result["entities_updated"] = counts
+            added = await self._relationships(outcome, user_id, response.response_id, extraction)
+            if added is not None:
+                result["relationships_added"] = added
+        else:
+            outcome.failures.append("relationships: skipped (no entities were extracted)")
+            outcome.attempted += 1
+
+        changed = await self._step(outcome, "preferences", lambda: self.preferences.observe(
+            user_id=user_id, response_id=response.response_id, signals=signals,
+            count=record is None or record.created))
+        result["preferences_updated"] = bool(changed)
+
+        if self.zep_outbox is not None:
+            outbox = self.zep_outbox
+            await self._step(outcome, "zep", lambda: outbox.enqueue_turn(
+                user_id=user_id, session_id=session_id, query=query, response=response))
+
+        failed = len(outcome.failures)
+        status = "success" if not failed else "failed" if failed >= outcome.attempted else "partial"
+        output = MemoryOutput(
+            status=status,
+            error_message="; ".join(outcome.failures) or None,
+            execution_time_ms=(time.perf_counter() - started) * 1000,
+            **result,
+        )
+        if failed:
+            logger.warning("memory for response %s: %s (%s)", response.response_id, status, output.error_message)
+        return output
+
+    async def _relationships(self, outcome: _Outcome, user_id: str, response_id: str, found: Extraction) -> int | None:
+        if not found.relations:
+            outcome.attempted += 1
+            return 0
+        return await self._step(outcome, "relationships", lambda: self.store.record_relationships(
+            user_id=user_id, relations=found.relations, response_id=response_id))
+
+    async def _step(self, outcome: _Outcome, name: str, work: Callable[[], Awaitable[T]]) -> T | None:
+        """Run one step under the step timeout; a failure is logged and recorded, never raised."""
+        outcome.attempted += 1
+        try:
+            async with asyncio.timeout(self.step_timeout_s):
+                return await work()
+        except MemoryStoreError as error:  # includes ZepError
+            reason = str(error)
+        except TimeoutError:
+            reason = f"did not finish within {self.step_timeout_s:g} s"
+        except (ValidationError, ValueError) as error:
+            reason = f"{type(error).__name__}: {error}"
+        except Exception as error:  # the outermost guard of a step: a bug must not cost the other steps
+            logger.exception("memory step %s raised unexpectedly", name)
+            reason = f"internal error: {type(error).__name__}: {error}"
+        outcome.failures.append(f"{name}: {reason}"[:500])
+        logger.warning("memory step %s failed: %s", name, reason)
+        return None
+
+
+__all__ = ["STEPS", "MemoryAgent", "MemoryAgentStore"]
