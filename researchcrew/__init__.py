@@ -1,52 +1,81 @@
 """researchcrew: a research assistant on crewAI whose answers cite every claim.
 
-The public API is listed in ``__all__`` (pinned by a test). Heavy parts (the Flow, crewAI) are imported on first
-attribute access so that ``import researchcrew`` stays cheap.
+The public API is listed in ``__all__`` (pinned by a test). Every name is resolved on first access (PEP 562), so
+that ``import researchcrew`` — which every ``researchcrew`` CLI call does — costs almost nothing, and the heavy
+parts (pydantic model building, crewAI, torch, pymilvus) load only when used.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from researchcrew.contracts import (
-    AggregatedContext,
-    ContextChunk,
-    ContradictionRecord,
-    CoverageMetrics,
-    EvaluatorInput,
-    EvaluatorOutput,
-    FilteredContext,
-    FinalResponse,
-    MemoryInput,
-    MemoryOutput,
-    QualityStatistics,
-    Query,
-    RemovalReason,
-    RetrieverInput,
-    RetrieverOutput,
-    SourceFailure,
-    SourceReport,
-    SynthesizerInput,
-    SynthesizerOutput,
-    UserPreferences,
-)
-from researchcrew.errors import (
-    ConfigurationError,
-    IngestError,
-    KnowledgeBaseError,
-    MemoryStoreError,
-    ModelUnavailableError,
-    ResearchCrewError,
-    ToolError,
-)
-from researchcrew.settings import Settings
-from researchcrew.tools.base import Tool, ToolResult
+if TYPE_CHECKING:
+    from researchcrew.agents.retriever import RetrieverAgent
+    from researchcrew.assistant import ResearchAssistant
+    from researchcrew.contracts import (
+        AggregatedContext,
+        ContextChunk,
+        ContradictionRecord,
+        CoverageMetrics,
+        EvaluatorInput,
+        EvaluatorOutput,
+        FilteredContext,
+        FinalResponse,
+        MemoryInput,
+        MemoryOutput,
+        ProgressEvent,
+        QualityStatistics,
+        Query,
+        RemovalReason,
+        RetrieverInput,
+        RetrieverOutput,
+        SourceFailure,
+        SourceReport,
+        SynthesizerInput,
+        SynthesizerOutput,
+        UserPreferences,
+    )
+    from researchcrew.errors import (
+        ConfigurationError,
+        IngestError,
+        KnowledgeBaseError,
+        MemoryStoreError,
+        ModelUnavailableError,
+        ResearchCrewError,
+        ToolError,
+    )
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.settings import Settings
+    from researchcrew.tools.base import Tool, ToolResult
 
-# Public names defined in modules that are expensive to import, resolved on first access.
+_CONTRACTS = "researchcrew.contracts"
+_ERRORS = "researchcrew.errors"
+
+# Public name → the module that defines it.
 _LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "AggregatedContext", "ContextChunk", "ContradictionRecord", "CoverageMetrics", "EvaluatorInput",
+            "EvaluatorOutput", "FilteredContext", "FinalResponse", "MemoryInput", "MemoryOutput", "ProgressEvent",
+            "QualityStatistics", "Query", "RemovalReason", "RetrieverInput", "RetrieverOutput", "SourceFailure",
+            "SourceReport", "SynthesizerInput", "SynthesizerOutput", "UserPreferences",
+        ],
+        _CONTRACTS,
+    ),
+    **dict.fromkeys(
+        [
+            "ConfigurationError", "IngestError", "KnowledgeBaseError", "MemoryStoreError", "ModelUnavailableError",
+            "ResearchCrewError", "ToolError",
+        ],
+        _ERRORS,
+    ),
+    "Settings": "researchcrew.settings",
+    "Tool": "researchcrew.tools.base",
+    "ToolResult": "researchcrew.tools.base",
     "RetrieverAgent": "researchcrew.agents.retriever",
     "KnowledgeBase": "researchcrew.knowledge.collection",
+    "ResearchAssistant": "researchcrew.assistant",
 }
 
 __all__ = [
@@ -66,9 +95,11 @@ __all__ = [
     "MemoryOutput",
     "MemoryStoreError",
     "ModelUnavailableError",
+    "ProgressEvent",
     "QualityStatistics",
     "Query",
     "RemovalReason",
+    "ResearchAssistant",
     "ResearchCrewError",
     "RetrieverAgent",
     "RetrieverInput",
@@ -92,3 +123,7 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module_name), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

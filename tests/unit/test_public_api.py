@@ -28,9 +28,11 @@ PUBLIC_API = [
     "MemoryOutput",
     "MemoryStoreError",
     "ModelUnavailableError",
+    "ProgressEvent",
     "QualityStatistics",
     "Query",
     "RemovalReason",
+    "ResearchAssistant",
     "ResearchCrewError",
     "RetrieverAgent",
     "RetrieverInput",
@@ -78,7 +80,7 @@ def test_importing_the_package_stays_cheap() -> None:
     code = (
         "import json, sys; import researchcrew; "
         "print(json.dumps(sorted(m for m in ('crewai', 'torch', 'pymilvus', 'sentence_transformers', "
-        "'researchcrew.agents.retriever') if m in sys.modules)))"
+        "'researchcrew.agents.retriever', 'pydantic', 'researchcrew.contracts') if m in sys.modules)))"
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(completed.stdout) == []

@@ -170,3 +170,9 @@ def test_every_setting_is_documented() -> None:
         return missing
 
     assert undocumented(Settings) == []
+
+
+def test_misspelt_nested_variable_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCHCREW_MILVUS__URL", "http://milvus:19530")  # the field is `uri`
+    with pytest.raises(ValidationError, match=r"milvus\.url"):
+        Settings()
