@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import compress
 
 from researchcrew.agents.quantities import Quantity, find_quantities, relative_gap
-from researchcrew.agents.sentences import content_words, split_sentences, token_info, tokens
+from researchcrew.agents.sentences import content_words, split_sentences, stem, token_info, tokens
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.evaluator import ContradictionRecord
 
@@ -44,6 +44,19 @@ _NEGATION_HINT = re.compile(
     r"\b(?:not|no|never|none|nor|neither|cannot|nothing|nobody|nowhere|hardly|barely|fail(?:s|ed|ing)?)\b|n['’]t",
     re.IGNORECASE,
 )
+MAX_QUANTITIES_PER_SENTENCE = 4
+_BARE_NUMBER = re.compile(r"[-+−]?[\d,.]+(?:[eE][-+]?\d+)?")
+_WORD_BEFORE = re.compile(r"([A-Za-z][\w'-]*)\s$")
+# Words that say *how* something was measured or counted, not *what*: sharing them does not make two numbers
+# the same quantity ("95% confidence interval", "odds ratio", "patients", "after 5 years").
+_GENERIC_WORDS = """patient patients participant participants subject subjects people person persons individual
+    individuals women men woman man children child adults adult case cases group groups control controls cohort
+    cohorts sample samples population trial trials ci confidence interval intervals p sd se sem iqr or rr hr
+    odds ratio ratios risk risks hazard relative range total respectively vs versus v per
+    after before last first next within during year years month months week weeks day days hour hours time times
+    estimated significant significantly increase increased decrease decreased higher lower compared difference
+    change changes level levels percent percentage proportion fraction baseline follow among"""
+_GENERIC = frozenset(stem(word) for word in _GENERIC_WORDS.split())
 _AFTER_STOP = re.compile(r"[,;:()]|\b(?:and|but|while|whereas|which|that|compared|versus|vs)\b", re.IGNORECASE)
 
 
@@ -66,17 +79,39 @@ class _Mention:
     words: tuple[tuple[str, str], ...]  # (stem, word) in order, to name the subject readably
 
 
+def _is_aside(sentence: str, quantity: Quantity) -> bool:
+    """Numbers that qualify a claim rather than state it: in parentheses or brackets ("(95% CI 1.1-1.5)",
+    "(34%)"), spreads ("42±11"), and labels ("receptor 4", "stage 3": a bare number right after a content word)."""
+    head = sentence[: quantity.start]
+    if head.count("(") > head.count(")") or head.count("[") > head.count("]"):
+        return True
+    if head.rstrip().endswith(("±", "+/-", "+-")):
+        return True
+    if quantity.dimension == "number" and _BARE_NUMBER.fullmatch(quantity.text):
+        word = _WORD_BEFORE.search(head)
+        return bool(word and token_info(word.group(1).lower())[0])
+    return False
+
+
+def _subject_words(text: str) -> list[tuple[str, str]]:
+    return [(s, w) for s, w in content_words(text) if s not in _GENERIC]
+
+
 def _mentions(chunk_index: int, sentence: str) -> list[_Mention]:
     if not _DIGIT.search(sentence):
         return []
     found = find_quantities(sentence)
+    if len(found) > MAX_QUANTITIES_PER_SENTENCE:
+        return []  # a results dump: which number belongs to which words is guesswork
     result = []
     for i, quantity in enumerate(found):
+        if _is_aside(sentence, quantity):
+            continue
         previous_end = found[i - 1].end if i else 0
         next_start = found[i + 1].start if i + 1 < len(found) else len(sentence)
         before = sentence[previous_end : quantity.start].rsplit(";", 1)[-1]
         after = _AFTER_STOP.split(sentence[quantity.end : next_start], maxsplit=1)[0]
-        words = (*content_words(before)[-WORDS_BEFORE:], *content_words(after)[:WORDS_AFTER])
+        words = (*_subject_words(before)[-WORDS_BEFORE:], *_subject_words(after)[:WORDS_AFTER])
         if words:
             result.append(_Mention(chunk_index, sentence, quantity, frozenset(s for s, _ in words), words))
     return result

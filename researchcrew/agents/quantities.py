@@ -28,6 +28,11 @@ _SPACED = re.compile(r"[ \t]{1,2}([A-Za-z%×µμ°]+)")
 _RANGE_DASH = re.compile(r"\s?[-–—]\s?(?=[$€£¥]?\d)")
 _RANGE_WORD = re.compile(r"\s+(?:to|and)\s+(?=[$€£¥]?\d)")
 _RANGE_OPENER = re.compile(r"\b(?:from|between)\s*$")
+_PER = re.compile(r"/([A-Za-z]{1,12})(?![\w/])")
+_DENOMINATORS = {
+    "liter": "l", "litre": "l", "day": "d", "second": "s", "sec": "s", "hour": "h", "hr": "h", "minute": "min",
+    "year": "yr", "y": "yr",
+}
 _CURRENCY_PREFIX = {"$": "usd", "€": "eur", "£": "gbp", "¥": "jpy"}
 
 # Units matched case-sensitively (symbols) and case-insensitively (words): surface → (dimension, factor).
@@ -47,6 +52,11 @@ _SYMBOLS: dict[str, tuple[str, float]] = {
     "nm": ("length", 1e-9), "mm": ("length", 1e-3), "cm": ("length", 1e-2), "km": ("length", 1e3),
     "mg": ("mass", 1e-6), "kg": ("mass", 1.0),
     "°C": ("celsius", 1.0), "°F": ("fahrenheit", 1.0),
+    "bp": ("base_pairs", 1.0), "kb": ("base_pairs", 1e3), "kbp": ("base_pairs", 1e3), "Mbp": ("base_pairs", 1e6),
+    "Da": ("dalton", 1.0), "kDa": ("dalton", 1e3), "kD": ("dalton", 1e3), "kd": ("dalton", 1e3),
+    "IU": ("iu", 1.0), "mL": ("litre", 1e-3), "ml": ("litre", 1e-3), "µL": ("litre", 1e-6), "μL": ("litre", 1e-6),
+    "mol": ("mol", 1.0), "mmol": ("mol", 1e-3), "µmol": ("mol", 1e-6), "μmol": ("mol", 1e-6), "nmol": ("mol", 1e-9),
+    "ng": ("mass", 1e-12), "µg": ("mass", 1e-9), "μg": ("mass", 1e-9),
     "USD": ("usd", 1.0), "EUR": ("eur", 1.0), "GBP": ("gbp", 1.0),
 }
 _WORDS: dict[str, tuple[str, float]] = {
@@ -123,13 +133,27 @@ def _number_value(match: re.Match[str]) -> float | None:
     return -value if match["sign"] in ("-", "−") else value
 
 
+def _per(text: str, token: str, end: int, unit: tuple[str, float] | None) -> tuple[tuple[str, float], int] | None:
+    """A rate unit "mg/d", "ng/L", "tokens/s": the numerator's dimension (or the word itself) per the denominator.
+    Denominators are not converted; rates only compare with the same denominator."""
+    per = _PER.match(text, end)
+    if per is None:
+        return None
+    numerator, factor = unit if unit else (token.lower(), 1.0)
+    denominator = per.group(1).lower()
+    return (f"{numerator}/{_DENOMINATORS.get(denominator, denominator)}", factor), per.end()
+
+
 def _read_suffix(text: str, pos: int) -> tuple[float, tuple[str, float] | None, int] | None:
     """Scale and unit after a number: (scale, unit or None, end). None: the number is part of an identifier."""
     scale = 1.0
     attached = _ATTACHED.match(text, pos)
     if attached:
         token = attached.group()
-        if unit := _unit(token):
+        unit = _unit(token)
+        if rate := _per(text, token, attached.end(), unit):
+            return scale, rate[0], rate[1]
+        if unit:
             return scale, unit, attached.end()
         if token in _SCALE_ATTACHED:
             scale, pos = _SCALE_ATTACHED[token], attached.end()
@@ -147,7 +171,10 @@ def _read_suffix(text: str, pos: int) -> tuple[float, tuple[str, float] | None, 
         if following and (key := (word.lower(), _singular(following.group(1)))) in _TWO_WORD:
             return scale, _TWO_WORD[key], following.end()
         # A lone spaced "x" is usually multiplication ("3 x 3 kernel"), a spaced capital letter a label.
-        if word != "x" and (unit := _unit(word)):
+        unit = _unit(word) if word != "x" else None
+        if rate := _per(text, word, spaced.end(), unit):
+            return scale, rate[0], rate[1]
+        if unit:
             return scale, unit, spaced.end()
     return scale, None, pos
 

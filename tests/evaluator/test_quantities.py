@@ -38,6 +38,11 @@ from researchcrew.agents.sentences import split_sentences
         ("2.4 GHz", "hertz", 2.4e9),
         ("1e-3 s", "time", 1e-3),
         ("-5%", "percent", -5.0),
+        ("14 ng/L", "mass/l", 1.4e-11),
+        ("75 nmol/liter", "mol/l", 7.5e-8),
+        ("500 tokens/s", "tokens/s", 500.0),
+        ("800 mg/d", "mass/d", 8e-4),
+        ("7489 bp", "base_pairs", 7489.0),
     ],
 )
 def test_units_are_normalised(text: str, dimension: str | None, value: float | None) -> None:
