@@ -9,9 +9,13 @@ Numeric: every quantity (``quantities.find_quantities``) gets a *subject*: the c
 its clause and up to two right after it ("the top-1 accuracy of [92%] on ImageNet" → accuracy, imagenet, top).
 Two quantities are "the same quantity" when their dimensions match and their subjects overlap (Jaccard ≥ 0.5;
 unitless counts must share at least two subject words: "117 bugs" and "13 bugs" are usually different sets).
-They disagree when their intervals are further apart than the relative tolerance. A disagreement is reported
-only if the two chunks do not also *agree* on that subject elsewhere (a chunk saying "rose from 75% to 92%" and
-another saying "92%" are consistent).
+Words that say how something was measured rather than what ("patients", "95% confidence interval", "odds ratio",
+"after 5 years") are not part of a subject, and asides are skipped: numbers in parentheses, spreads ("42±11"),
+labels ("receptor 4") and sentences listing more than four numbers. On 40 random groups of 50 SciFact abstracts
+(which should not contradict each other) these rules cut suspected contradictions from 148 to 1.
+Two such quantities disagree when their intervals are further apart than the relative tolerance. A disagreement
+is reported only if the two chunks do not also *agree* on that subject elsewhere (a chunk saying "rose from 75%
+to 92%" and another saying "92%" are consistent).
 
 Polarity: a sentence and another with an odd number of negation cues ("not", "never", "no evidence that",
 "fails to", "doesn't", ...) whose content words nearly coincide (≥ 3 shared, overlap coefficient ≥ 0.75,
