@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import compress
+from typing import NamedTuple
 
 from researchcrew.agents.quantities import Quantity, find_quantities, relative_gap
 from researchcrew.agents.sentences import content_words, split_sentences, stem, token_info, tokens
@@ -74,8 +74,7 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a or b else 0.0
 
 
-@dataclass(frozen=True)
-class _Mention:
+class _Mention(NamedTuple):  # NamedTuple: built for every number of every sentence, cheaply
     chunk: int
     sentence: str
     quantity: Quantity
@@ -193,8 +192,7 @@ def numeric_contradictions(
     return list(records.values())
 
 
-@dataclass(frozen=True)
-class _Claim:
+class _Claim(NamedTuple):  # NamedTuple: built for every sentence of every kept chunk, cheaply
     chunk: int
     sentence: str
     core: frozenset[str]
