@@ -16,11 +16,14 @@ contradictions, and only when one is given. The steps, in order:
 6. **Contradictions** among the kept chunks (``contradictions``), adjudicated by the LLM when one is configured
    (``adjudication``).
 
-The agent never raises for bad evidence: every removal is reported as data.
+The agent never raises for bad evidence: every removal is reported as data. ``evaluate`` is the synchronous,
+deterministic part (steps 1–6 without the LLM); ``run`` adds adjudication and runs ``evaluate`` in a worker thread
+when the evidence is large (``OFFLOAD_CHARS``), so the event loop is never frozen by a big batch of web pages.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Sequence
@@ -48,6 +51,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 BUCKETS: tuple[str, ...] = ("0.0-0.2", "0.2-0.4", "0.4-0.6", "0.6-0.8", "0.8-1.0")
+# Above this much text (~15k words, tens of milliseconds of CPU) the evaluation runs in a worker thread.
+OFFLOAD_CHARS = 100_000
 
 
 def bucket_of(score: float) -> str:
@@ -77,6 +82,24 @@ class EvaluatorAgent:
         self.llm = llm
 
     async def run(self, request: EvaluatorInput) -> EvaluatorOutput:
+        """Evaluate, then let the LLM (if any) adjudicate the suspected contradictions."""
+        started = time.perf_counter()
+        if sum(len(chunk.content) for chunk in request.aggregated_context.chunks) > OFFLOAD_CHARS:
+            # Pure-Python CPU work: in a worker thread the event loop keeps serving other requests and progress
+            # streams (the GIL is handed over every few milliseconds) instead of freezing for the whole evaluation.
+            output = await asyncio.to_thread(self.evaluate, request)
+        else:
+            output = self.evaluate(request)
+        suspected = output.contradictions_found
+        if suspected and self.llm is not None and self.settings.max_llm_adjudications > 0:
+            result = await adjudicate(suspected, self.llm, self.settings)
+            output.contradictions_found = result.kept
+            output.dismissed_contradictions = result.dismissed
+        output.execution_time_ms = (time.perf_counter() - started) * 1000.0
+        return output
+
+    def evaluate(self, request: EvaluatorInput) -> EvaluatorOutput:
+        """The deterministic part: scores, duplicates, filtering, statistics and *suspected* contradictions."""
         started = time.perf_counter()
         chunks = request.aggregated_context.chunks
         scorer = Scorer.for_request(request, self.settings)
@@ -143,17 +166,14 @@ class EvaluatorAgent:
             logger.info("evaluation kept none of %d chunks (threshold %.2f); best score %.3f",
                         len(chunks), request.quality_threshold, max(final))
 
-        kept_chunks = [chunks[i] for i in kept]
-        contradictions, dismissed = await self._contradictions(kept_chunks)
         return EvaluatorOutput(
             filtered_context=FilteredContext(
                 query_text=request.aggregated_context.query_text, chunks=[scored[i] for i in kept]
             ),
             quality_stats=quality_statistics(final, [final[i] for i in kept]),
-            contradictions_found=contradictions,
+            contradictions_found=self._contradictions([chunks[i] for i in kept]),
             removal_rationale=[removals[i] for i in sorted(removals)],
             rejected_chunks=[scored[i] for i in rejected],
-            dismissed_contradictions=dismissed,
             execution_time_ms=(time.perf_counter() - started) * 1000.0,
         )
 
@@ -183,15 +203,9 @@ class EvaluatorAgent:
             components=components,
         )
 
-    async def _contradictions(
-        self, chunks: Sequence[ContextChunk]
-    ) -> tuple[list[ContradictionRecord], list[ContradictionRecord]]:
+    def _contradictions(self, chunks: Sequence[ContextChunk]) -> list[ContradictionRecord]:
         if len(chunks) < 2 or self.settings.max_contradictions == 0:
-            return [], []
-        suspected = detect_contradictions(
+            return []
+        return detect_contradictions(
             chunks, tolerance=self.settings.numeric_tolerance, limit=self.settings.max_contradictions
         )
-        if not suspected or self.llm is None or self.settings.max_llm_adjudications == 0:
-            return suspected, []
-        result = await adjudicate(suspected, self.llm, self.settings)
-        return result.kept, result.dismissed

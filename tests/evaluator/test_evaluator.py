@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from researchcrew.agents.evaluator import BUCKETS, EvaluatorAgent, bucket_of
+from researchcrew.agents.evaluator import BUCKETS, OFFLOAD_CHARS, EvaluatorAgent, bucket_of
 from researchcrew.contracts import ContextChunk, EvaluatorInput, EvaluatorOutput
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
@@ -109,3 +110,28 @@ async def test_output_round_trips_as_json_and_times_itself() -> None:
     out = await EvaluatorAgent(EvaluationSettings()).run(request(chunks))
     assert out.execution_time_ms > 0
     assert EvaluatorOutput.model_validate_json(out.model_dump_json()) == out
+
+
+async def test_large_evidence_is_evaluated_without_freezing_the_event_loop() -> None:
+    # ~1.2 × the offload size of distinct sentences: the evaluation runs in a worker thread and a ticker on the
+    # loop keeps running meanwhile (on the loop itself it would not tick at all until the evaluation returned).
+    sentences = [f"Finding {i} concerns topic {i * 7919 % 10007} measured in cohort {i % 97}." for i in range(2_000)]
+    chunks = [chunk(f"c{i}", " ".join(sentences[i * 40 : (i + 1) * 40])) for i in range(50)]
+    assert sum(len(c.content) for c in chunks) > OFFLOAD_CHARS
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    before = ticks
+    out = await EvaluatorAgent().run(request(chunks, quality_threshold=0.0))
+    done.set()
+    await task
+    assert out.quality_stats.original_chunk_count == 50
+    assert ticks - before >= 2
