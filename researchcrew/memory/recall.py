@@ -109,7 +109,7 @@ class UserVectors:
     def search(
         self, query: Vector, *, session_id: str | None, limit: int, min_relevance: float
     ) -> list[tuple[int, float]]:
-        """(row id, relevance) of the best rows, most relevant first (newer first on ties)."""
+        """(row id, relevance) of the best rows, most similar first (newer first on exact ties)."""
         if limit <= 0 or self.size == 0:
             return []
         ids = self._ids[: self.size]
@@ -124,10 +124,15 @@ class UserVectors:
                 return []
             ids = ids[rows]
             scores = self._matrix[rows] @ query
-        scores = relevance(scores)
+        # Rank by raw cosine (clipping first would tie every unrelated row at 0), newer rows first on exact ties.
         keep = min(limit, scores.size)
-        top = np.argpartition(-scores, keep - 1)[:keep] if keep < scores.size else np.arange(scores.size)
-        order = top[np.lexsort((-ids[top], -scores[top]))]
+        if keep < scores.size:  # O(n): every row at least as similar as the keep-th best (ties at the edge too)
+            kth_best = -np.partition(-scores, keep - 1)[keep - 1]
+            top = np.flatnonzero(scores >= kth_best)
+        else:
+            top = np.arange(scores.size)
+        order = top[np.lexsort((-ids[top], -scores[top]))][:keep]
+        scores = relevance(scores)
         return [(int(ids[i]), float(scores[i])) for i in order if scores[i] >= min_relevance]
 
     @property

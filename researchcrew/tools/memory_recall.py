@@ -1,0 +1,157 @@
+"""``MemoryTool`` (``memory_recall``): earlier exchanges of the same user, relevant to the new question.
+
+It searches a ``MemoryRecall`` given at construction: the built-in ``MemoryStore`` (local semantic recall) or Zep
+(memory/zep.py). Recall is strictly scoped: without a ``user_id`` the call is refused (``invalid_request``) rather
+than guessing whose memory to read, and ``scope="session"`` narrows it to the current session.
+
+Each recalled exchange becomes one chunk, ``memory:<response_id>``: the earlier question and a compact answer
+(whitespace collapsed, the earlier [n] markers removed — they pointed at that answer's sources, not this one's,
+and are listed in ``metadata["earlier_citations"]`` instead).
+
+Failures are data: a store that cannot be reached is ``unreachable``, a missing embedding model
+``not_configured``; a backend that raises ``ToolError`` itself (Zep) keeps its own kind.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.errors import FailureKind, MemoryStoreError, ModelUnavailableError, ToolError
+from researchcrew.memory.recall import MemoryRecall
+from researchcrew.memory.records import RecalledExchange
+from researchcrew.settings import MemorySettings
+from researchcrew.tools.base import Tool
+
+logger = logging.getLogger(__name__)
+
+MAX_RESULTS = 50
+_MARKER = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
+_CONNECTION_ERRORS = (OperationalError, InterfaceError, OSError)
+
+
+def compact(text: str, limit: int) -> str:
+    """Whitespace collapsed, citation markers removed, cut at a word boundary within ``limit`` characters."""
+    text = " ".join(_MARKER.sub("", text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return f"{cut} …"
+
+
+# PostgreSQL SQLSTATE classes that mean "the database is not there for us": connection exceptions (08), the
+# database does not exist (3D000), operator intervention such as a shutdown (57P), out of resources (53).
+_UNREACHABLE_SQLSTATES = ("08", "3D", "57P", "53")
+_NOT_CONFIGURED_SQLSTATES = ("28",)  # invalid authorization: the URL's credentials are wrong
+
+
+def _kind_of(error: BaseException) -> FailureKind:
+    """What a store failure means for the Retriever, judged by its cause chain."""
+    seen: BaseException | None = error
+    while seen is not None:
+        sqlstate = str(getattr(seen, "sqlstate", None) or "")
+        if isinstance(seen, ModelUnavailableError) or sqlstate.startswith(_NOT_CONFIGURED_SQLSTATES):
+            return "not_configured"
+        if isinstance(seen, _CONNECTION_ERRORS) or (sqlstate and sqlstate.startswith(_UNREACHABLE_SQLSTATES)):
+            return "unreachable"
+        if getattr(seen, "connection_invalidated", False):  # SQLAlchemy: the connection broke mid-operation
+            return "unreachable"
+        seen = seen.__cause__ or seen.__context__
+    return "bad_response"
+
+
+class MemoryTool(Tool):
+    """Recall of the user's earlier exchanges relevant to the query."""
+
+    name: ClassVar[str] = "memory_recall"
+    description: ClassVar[str] = (
+        "Recall what this user asked and was answered before, relevant to the query. Options: num_results (1-50), "
+        "scope ('user': all their sessions, 'session': this conversation only), min_relevance (0-1)."
+    )
+    source_type: ClassVar[str] = "memory"
+
+    def __init__(
+        self, recall: MemoryRecall, settings: MemorySettings | None = None, *, max_answer_chars: int = 1_200
+    ) -> None:
+        self.recall = recall
+        self.settings = settings or MemorySettings()
+        self.max_answer_chars = max_answer_chars
+
+    # The base declares **kwargs ("tool-specific options"); Tool.search checks calls against this signature.
+    async def _search(  # type: ignore[override]
+        self,
+        query: str,
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        num_results: int = 3,
+        scope: Literal["user", "session"] = "user",
+        min_relevance: float | None = None,
+    ) -> Sequence[ContextChunk]:
+        if not user_id or not user_id.strip():
+            raise ToolError("invalid_request", "memory recall needs a user_id: recall never guesses whose memory")
+        if scope not in ("user", "session"):
+            raise ToolError("invalid_request", f"scope must be 'user' or 'session', not {scope!r}")
+        if scope == "session" and not session_id:
+            raise ToolError("invalid_request", "scope='session' needs a session_id")
+        if not 1 <= num_results <= MAX_RESULTS:
+            raise ToolError("invalid_request", f"num_results must be between 1 and {MAX_RESULTS}, not {num_results}")
+        threshold = self.settings.recall_min_relevance if min_relevance is None else min_relevance
+        if not 0.0 <= threshold <= 1.0:
+            raise ToolError("invalid_request", f"min_relevance must be in [0, 1], not {threshold}")
+        try:
+            recalled = await self.recall.recall(
+                user_id=user_id,
+                query_text=query,
+                session_id=session_id if scope == "session" else None,
+                limit=num_results,
+                min_relevance=threshold,
+            )
+        except ToolError:
+            raise  # a backend that knows its failure kind (Zep) reports it itself
+        except (MemoryStoreError, *_CONNECTION_ERRORS) as error:
+            kind = _kind_of(error)
+            logger.warning("memory recall for user %s failed (%s): %s", user_id, kind, error)
+            raise ToolError(kind, f"memory store: {error}") from error
+        foreign = [item for item in recalled if item.user_id != user_id]
+        if foreign:  # defence in depth: a backend bug must not leak another user's memory into this answer
+            logger.error("memory recall for user %s returned %d items of other users; dropped", user_id, len(foreign))
+        return [self._chunk(item, session_id=session_id) for item in recalled if item.user_id == user_id]
+
+    def _chunk(self, item: RecalledExchange, *, session_id: str | None) -> ContextChunk:
+        question = compact(item.question, 500)
+        answer = compact(item.answer, self.max_answer_chars)
+        when = item.asked_at or item.answered_at
+        said = "earlier in this conversation" if item.session_id == session_id else "in an earlier conversation"
+        lines = [f"The user asked {said}" + (f" ({when:%Y-%m-%d})" if when else "") + f": {question}"]
+        if answer:
+            lines.append(f"The answer given then: {answer}")
+        metadata: dict[str, Any] = {
+            "session_id": item.session_id,
+            "same_session": item.session_id == session_id,
+            "asked_at": item.asked_at.isoformat() if item.asked_at else None,
+            "sources_used": item.sources_used,
+            "earlier_citations": [_citation_summary(c) for c in item.citations],
+            "origin": item.origin,
+        }
+        return ContextChunk(
+            chunk_id=f"memory:{item.response_id}",
+            source_type=self.source_type,
+            content="\n".join(lines) if question or answer else "(empty exchange)",
+            semantic_relevance=item.relevance,
+            title=f"Earlier question: {compact(item.question, 120)}" if question else "Earlier answer",
+            source_id=item.response_id,
+            source_date=item.answered_at or item.asked_at,
+            metadata=metadata,
+            tool_name=self.name,
+        )
+
+
+def _citation_summary(citation: dict[str, Any]) -> dict[str, Any]:
+    keys = ("number", "source_type", "title", "url", "source_id")
+    return {key: citation[key] for key in keys if citation.get(key) is not None}

@@ -1,0 +1,1 @@
+"""The memory store (SQLite and PostgreSQL), recall, MemoryTool and the `memory` CLI."""

@@ -1,0 +1,143 @@
+"""Fixtures of the memory-store suite: every test runs on SQLite *and* PostgreSQL.
+
+``store_url`` is parametrized: a SQLite file in ``tmp_path``, and a fresh PostgreSQL database on 127.0.0.1:5432
+(created from the server's ``test`` database, dropped after the test). The PostgreSQL half is marked
+``postgres`` and skips with the reason when the server is not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from researchcrew.contracts.chunks import SourceReport
+from researchcrew.contracts.query import Query
+from researchcrew.contracts.synthesizer import Citation, FinalResponse
+from researchcrew.knowledge.embedding import Embedder, get_embedder
+from researchcrew.memory.store import MemoryStore
+from researchcrew.settings import EmbeddingSettings
+
+PG_HOST, PG_PORT, PG_ADMIN_DB = "127.0.0.1", 5432, "test"
+PG_USERS = ("postgres", "root")  # whichever this machine's server trusts
+
+
+async def _pg_admin(statement: str) -> str:
+    """Run one statement in the admin database as the first user the server accepts; returns that user."""
+    import asyncpg
+
+    errors: list[str] = []
+    for user in PG_USERS:
+        try:
+            connection = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user=user, database=PG_ADMIN_DB, timeout=3)
+        except (OSError, asyncpg.PostgresError) as error:
+            errors.append(f"{user}: {type(error).__name__}: {error}")
+            continue
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+        return user
+    raise ConnectionError("; ".join(errors))
+
+
+@dataclass
+class Database:
+    """A database under test and how to break it."""
+
+    url: str
+    backend: str
+    path: Path | None = None  # SQLite file
+
+    async def make_unreachable(self) -> None:
+        """Take the database away from under an open store, as a crashed server or lost disk would."""
+        if self.backend == "sqlite":
+            assert self.path is not None
+            self.path.parent.rename(self.path.parent.with_name(self.path.parent.name + "-gone"))
+        else:
+            name = self.url.rsplit("/", 1)[1]
+            await _pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        path = tmp_path / "store" / "memory.db"
+        yield Database(url=f"sqlite+aiosqlite:///{path}", backend="sqlite", path=path)
+        return
+    name = f"rc_memtest_{uuid.uuid4().hex[:12]}"
+    try:
+        user = asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    except ConnectionError as error:
+        pytest.skip(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
+    try:
+        yield Database(url=f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}", backend="postgresql")
+    finally:
+        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real packaged all-MiniLM-L6-v2 (loaded once for the whole run)."""
+    with warnings.catch_warnings():
+        # sentence-transformers 5 renamed get_sentence_embedding_dimension, which knowledge/embedding.py still
+        # calls (not this suite's file; reported). Scoped to loading the model, and to that one message.
+        warnings.filterwarnings("ignore", "The `get_sentence_embedding_dimension` method", FutureWarning)
+        return get_embedder(EmbeddingSettings())
+
+
+@pytest.fixture
+async def store(database: Database, embedder: Embedder) -> AsyncIterator[MemoryStore]:
+    memory = await MemoryStore.open(database.url, embedder=embedder)
+    try:
+        yield memory
+    finally:
+        await memory.close()
+
+
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def exchange(
+    user_id: str,
+    session_id: str,
+    question: str,
+    answer: str,
+    *,
+    minutes: int = 0,
+    response_id: str | None = None,
+    cited: int = 1,
+) -> tuple[Query, FinalResponse]:
+    """A question and its answer as the Flow would hand them to memory, ``minutes`` after T0."""
+    asked = T0 + timedelta(minutes=minutes)
+    query = Query(text=question, user_id=user_id, session_id=session_id, asked_at=asked)
+    citations = [
+        Citation(number=n, chunk_id=f"rag:doc{n}", source_type="rag", title=f"Doc {n}", source_id=f"doc{n}")
+        for n in range(1, cited + 1)
+    ]
+    reports = [
+        SourceReport(source_type="rag", tool_name="rag_search", status="success", chunk_count=cited),
+        SourceReport(source_type="web", tool_name="web_search", status="failed"),
+    ]
+    response = FinalResponse(
+        query=query,
+        answer=answer,
+        citations=citations,
+        source_reports=reports,
+        confidence=0.7,
+        created_at=asked + timedelta(seconds=3),
+        **({"response_id": response_id} if response_id else {}),
+    )
+    return query, response
+
+
+async def add(store: MemoryStore, user_id: str, session_id: str, question: str, answer: str, **kwargs: object) -> str:
+    query, response = exchange(user_id, session_id, question, answer, **kwargs)  # type: ignore[arg-type]
+    await store.add_exchange(user_id=user_id, session_id=session_id, query=query, response=response)
+    return response.response_id

@@ -1,0 +1,120 @@
+"""Schema migrations: an upgrade keeps users' data, and the models describe exactly the head revision."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from researchcrew.knowledge.embedding import Embedder
+from researchcrew.memory import db
+from researchcrew.memory.models import Base
+from researchcrew.memory.recall import encode_vector
+from researchcrew.memory.store import MemoryStore, exchange_text, message_id
+from tests.memory_store.conftest import Database, add
+
+
+def _differences(connection: Connection) -> list[object]:
+    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    return list(compare_metadata(context, Base.metadata))
+
+
+async def test_the_models_match_the_head_revision(store: MemoryStore) -> None:
+    async with store.engine.connect() as connection:
+        assert await connection.run_sync(_differences) == []
+    assert await db.current_revision(store.engine) == db.head_revision() == "0002"
+
+
+async def _create_at_first_revision(database: Database, embedder: Embedder) -> None:
+    """A database as the first release left it, with one user's exchange written by that release's code."""
+    engine = db.create_engine(database.url)
+    try:
+        await db.upgrade(engine, "0001")
+        question, answer = "What is SciFact?", "SciFact is a claim verification dataset."
+        vector = encode_vector(embedder.embed_documents([exchange_text(question, answer)])[0])
+        asked = datetime(2024, 11, 2, 8, 30, tzinfo=UTC)
+        async with db.write_engine(engine).begin() as connection:
+            exchange_id = (
+                await connection.execute(
+                    text(
+                        "INSERT INTO memory_exchanges (response_id, user_id, session_id, query_id, asked_at, "
+                        "answered_at, stored_at, sources_used, source_reports, citations, context, confidence, "
+                        "answer_kind, embedding, embedding_model) VALUES ('old-r1', 'ada', 's1', 'q1', :t, :t, :t, "
+                        "'[\"rag\"]', '[]', '[]', NULL, 0.8, 'extractive', :v, 'all-MiniLM-L6-v2') RETURNING id"
+                    ),
+                    {"t": asked, "v": vector},
+                )
+            ).scalar_one()
+            for role, content in (("user", question), ("assistant", answer)):
+                await connection.execute(
+                    text(
+                        "INSERT INTO memory_messages (message_id, exchange_id, user_id, session_id, role, content, "
+                        "created_at) VALUES (:m, :e, 'ada', 's1', :r, :c, :t)"
+                    ),
+                    {"m": message_id("old-r1", role), "e": exchange_id, "r": role, "c": content, "t": asked},
+                )
+        assert await db.current_revision(engine) == "0001"
+    finally:
+        await engine.dispose()
+
+
+async def test_opening_an_old_database_upgrades_it_and_keeps_the_data(database: Database, embedder: Embedder) -> None:
+    await _create_at_first_revision(database, embedder)
+
+    store = await MemoryStore.open(database.url, embedder=embedder)
+    try:
+        assert await db.current_revision(store.engine) == db.head_revision()
+        [kept] = await store.history(user_id="ada", session_id="s1")
+        assert (kept.response_id, kept.question, kept.answer_kind) == ("old-r1", "What is SciFact?", "extractive")
+        assert kept.asked_at == datetime(2024, 11, 2, 8, 30, tzinfo=UTC)
+        [recalled] = await store.recall(user_id="ada", query_text="claim verification datasets")
+        assert recalled.response_id == "old-r1" and recalled.relevance > 0.5
+        # The tables the upgrade added work next to the old data.
+        assert await store.enqueue_outbox(user_id="ada", kind="k", payload={}, idempotency_key="after-upgrade")
+        await add(store, "ada", "s1", "What is FEVER?", "A fact verification dataset.", minutes=1)
+        assert len(await store.history(user_id="ada", session_id="s1")) == 2
+    finally:
+        await store.close()
+
+
+async def test_downgrading_to_the_first_revision_keeps_the_history(database: Database, embedder: Embedder) -> None:
+    store = await MemoryStore.open(database.url, embedder=embedder)
+    try:
+        await add(store, "ada", "s1", "What is SciFact?", "A dataset.")
+        async with db.write_engine(store.engine).begin() as connection:
+            await connection.run_sync(lambda sync: command.downgrade(db.alembic_config(sync), "0001"))
+        assert await db.current_revision(store.engine) == "0001"
+    finally:
+        await store.close()
+    reopened = await MemoryStore.open(database.url, embedder=embedder)  # and up again
+    try:
+        assert [e.question for e in await reopened.history(user_id="ada", session_id="s1")] == ["What is SciFact?"]
+        assert await reopened.outbox_counts() == dict.fromkeys(
+            ("pending", "due", "leased", "delivered", "failed_attempts", "failing"), 0
+        )
+    finally:
+        await reopened.close()
+
+
+async def test_processes_opening_a_new_database_at_once_migrate_it_once(database: Database) -> None:
+    stores = await asyncio.gather(*(MemoryStore.open(database.url) for _ in range(4)))
+    try:
+        assert await stores[0].enqueue_outbox(user_id="ada", kind="k", payload={}, idempotency_key="one")
+        for store in stores:
+            assert await db.current_revision(store.engine) == db.head_revision()
+            assert (await store.outbox_counts())["pending"] == 1
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_reopening_keeps_the_data(database: Database, embedder: Embedder) -> None:
+    async with await MemoryStore.open(database.url, embedder=embedder) as store:
+        response_id = await add(store, "ada", "s1", "What is SciFact?", "A dataset.")
+    async with await MemoryStore.open(database.url, embedder=embedder) as store:
+        assert [e.response_id for e in await store.history(user_id="ada", session_id="s1")] == [response_id]

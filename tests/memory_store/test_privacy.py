@@ -1,0 +1,81 @@
+"""Export and forget: everything of one user, nothing of anyone else."""
+
+from __future__ import annotations
+
+import json
+
+from researchcrew.memory.records import EntityMention, EntityRelation, OutboxWrite, StoredPreferences
+from researchcrew.memory.store import MemoryStore
+from tests.memory_store.conftest import add
+
+
+async def _remember(store: MemoryStore, user_id: str) -> str:
+    """One user's full memory: an exchange, entities, a relation, preferences and a queued Zep write."""
+    question = f"What is SciFact, asks {user_id}?"
+    response_id = await add(store, user_id, "s1", question, "A claim verification dataset.")
+    mentions = [
+        EntityMention(name="SciFact", type="dataset"),
+        EntityMention(name=f"{user_id} lab", type="organization"),
+    ]
+    await store.record_entities(user_id=user_id, response_id=response_id, mentions=mentions)
+    await store.record_relationships(
+        user_id=user_id, relations=[EntityRelation(source="SciFact", target=f"{user_id} lab")], response_id=response_id
+    )
+    await store.save_preferences(user_id=user_id, preferences=StoredPreferences(format_requests={"concise": 1}))
+    await store.enqueue_outbox(
+        user_id=user_id, kind="zep.add_messages", payload={"session_id": "s1"}, idempotency_key=f"{response_id}:zep"
+    )
+    return response_id
+
+
+async def test_export_holds_everything_of_the_user_and_nothing_of_others(store: MemoryStore) -> None:
+    ada_response = await _remember(store, "ada")
+    await _remember(store, "bob")
+
+    exported = await store.export_user(user_id="ada")
+
+    assert json.loads(json.dumps(exported)) == exported  # JSON as it is
+    assert exported["user_id"] == "ada"
+    [exchange] = exported["exchanges"]
+    assert exchange["response_id"] == ada_response and exchange["question"] == "What is SciFact, asks ada?"
+    assert "created" not in exchange and "embedding" not in exchange
+    assert {e["name"] for e in exported["entities"]} == {"SciFact", "ada lab"}
+    assert {m["response_id"] for m in exported["entity_mentions"]} == {ada_response}
+    assert [(r["source"], r["target"]) for r in exported["relationships"]] == [("SciFact", "ada lab")]
+    assert exported["preferences"]["format_requests"] == {"concise": 1}
+    assert [i["idempotency_key"] for i in exported["outbox"]] == [f"{ada_response}:zep"]
+    assert "bob" not in json.dumps(exported)
+
+    nobody = await store.export_user(user_id="carol")
+    assert nobody["exchanges"] == nobody["entities"] == nobody["outbox"] == [] and nobody["preferences"] is None
+
+
+async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store: MemoryStore) -> None:
+    await _remember(store, "ada")
+    await _remember(store, "bob")
+    bob_before = await store.export_user(user_id="bob")
+    assert await store.recall(user_id="ada", query_text="SciFact")  # ada's vectors are cached now
+
+    counts = await store.forget_user(
+        user_id="ada",
+        then_enqueue=[OutboxWrite(kind="zep.delete_user", payload={"user_id": "ada"}, idempotency_key="forget:ada")],
+    )
+
+    assert counts == {
+        "entity_mentions": 2, "relationships": 2, "entities": 2, "messages": 2, "exchanges": 1,
+        "preferences": 1, "outbox": 1,
+    }
+    after = await store.export_user(user_id="ada")
+    assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []
+    assert after["preferences"] is None
+    assert [i["kind"] for i in after["outbox"]] == ["zep.delete_user"]  # only the follow-up write
+    assert await store.recall(user_id="ada", query_text="SciFact") == []
+    assert await store.history(user_id="ada", session_id=None) == []
+
+    bob_after = await store.export_user(user_id="bob")
+    assert {k: v for k, v in bob_after.items() if k != "exported_at"} == {
+        k: v for k, v in bob_before.items() if k != "exported_at"
+    }
+    assert [r.user_id for r in await store.recall(user_id="bob", query_text="SciFact")] == ["bob"]
+    again = await store.forget_user(user_id="ada")  # only the queued Zep delete was left
+    assert again == dict.fromkeys(counts, 0) | {"outbox": 1}
