@@ -123,6 +123,7 @@ def _mentions(chunk_index: int, sentence: str) -> list[_Mention]:
 def _subject_text(mention: _Mention, shared: frozenset[str]) -> str:
     seen: list[str] = []
     for stem_, word in mention.words:
+        word = word.removesuffix("'s")
         if stem_ in shared and word not in seen:
             seen.append(word)
     return " ".join(seen)

@@ -168,3 +168,30 @@ def test_build_messages_names_the_kind_and_subject() -> None:
     _, user = build_messages(record)
     assert "Suspected polarity contradiction about: dropout ‹i›" in str(user["content"])
     assert "x ‹b›" in str(user["content"])
+
+
+async def test_adjudication_through_crewai_llm_against_an_openai_compatible_server() -> None:
+    """crewAI's real ``LLM`` class, pointed at the loopback OpenAI-compatible server: one confirmation, one
+    HTTP 500 (falls back to the heuristic verdict)."""
+    from crewai import LLM
+
+    from tests.loopback.openai import error_reply, openai_server
+
+    replies = [verdict(True, "Same benchmark, different numbers."), error_reply(500, "boom", type_="server_error",
+                                                                                code=None)]
+    polarity_a = "Dropout improves generalization in deep networks."
+    polarity_b = "Dropout does not improve generalization in deep networks."
+    with openai_server(replies, api_key="sk-test") as (server, service):
+        llm = LLM(model="openai/test-model", base_url=f"{server.url}/v1", api_key="sk-test", timeout=5, max_retries=0)
+        out = await EvaluatorAgent(EvaluationSettings(), llm=llm).run(
+            request([chunk("a", f"{NUMBERS_A} {polarity_a}"), chunk("b", f"{NUMBERS_B} {polarity_b}")])
+        )
+    assert len(service.bodies) == 2
+    for body in service.bodies:
+        assert body["model"] == "test-model"
+        assert [m["role"] for m in body["messages"]] == ["system", "user"]
+        assert "<statement_a>" in body["messages"][1]["content"]
+    by_source = {r.verdict_source: r for r in out.contradictions_found}
+    assert set(by_source) == {"llm", "heuristic"}
+    assert by_source["llm"].explanation == "LLM: Same benchmark, different numbers."
+    assert "LLM adjudication failed" in (by_source["heuristic"].explanation or "")
