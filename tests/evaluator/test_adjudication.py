@@ -183,9 +183,14 @@ async def test_adjudication_through_crewai_llm_against_an_openai_compatible_serv
     polarity_b = "Dropout does not improve generalization in deep networks."
     with openai_server(replies, api_key="sk-test") as (server, service):
         llm = LLM(model="openai/test-model", base_url=f"{server.url}/v1", api_key="sk-test", timeout=5, max_retries=0)
-        out = await EvaluatorAgent(EvaluationSettings(), llm=llm).run(
-            request([chunk("a", f"{NUMBERS_A} {polarity_a}"), chunk("b", f"{NUMBERS_B} {polarity_b}")])
-        )
+        try:
+            out = await EvaluatorAgent(EvaluationSettings(), llm=llm).run(
+                request([chunk("a", f"{NUMBERS_A} {polarity_a}"), chunk("b", f"{NUMBERS_B} {polarity_b}")])
+            )
+        finally:
+            # crewAI's OpenAI provider keeps its AsyncOpenAI client open for the LLM's lifetime and offers no close;
+            # closing it here keeps its pooled sockets from leaking into later tests as ResourceWarnings.
+            await llm._async_client.close()
     assert len(service.bodies) == 2
     for body in service.bodies:
         assert body["model"] == "test-model"
