@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
-from researchcrew.contracts.memory import MemoryInput, MemoryOutput
+from researchcrew.contracts.memory import MemoryInput, MemoryOutput, MemoryStatus
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import MemoryStoreError
@@ -65,8 +65,20 @@ class MemoryAgentStore(Protocol):
 
 @dataclass
 class _Outcome:
-    failures: list[str] = field(default_factory=list)
-    attempted: int = 0
+    """Which of the steps ran and why those that failed failed (a step fails once, at its first failure)."""
+
+    ran: set[str] = field(default_factory=set)
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def fail(self, step: str, reason: str) -> None:
+        self.ran.add(step)
+        self.failures.setdefault(step, reason)
+
+    @property
+    def status(self) -> MemoryStatus:
+        if not self.failures:
+            return "success"
+        return "failed" if len(self.failures) == len(self.ran) else "partial"
 
 
 class MemoryAgent:
@@ -147,8 +159,7 @@ class MemoryAgent:
             if added is not None:
                 result["relationships_added"] = added
         else:
-            outcome.failures.append("relationships: skipped (no entities were extracted)")
-            outcome.attempted += 1
+            outcome.fail("relationships", "skipped (no entities were extracted)")
 
         changed = await self._step(outcome, "preferences", lambda: self.preferences.observe(
             user_id=user_id, response_id=response.response_id, signals=signals,
@@ -160,28 +171,27 @@ class MemoryAgent:
             await self._step(outcome, "zep", lambda: outbox.enqueue_turn(
                 user_id=user_id, session_id=session_id, query=query, response=response))
 
-        failed = len(outcome.failures)
-        status = "success" if not failed else "failed" if failed >= outcome.attempted else "partial"
         output = MemoryOutput(
-            status=status,
-            error_message="; ".join(outcome.failures) or None,
+            status=outcome.status,
+            error_message="; ".join(f"{step}: {reason}" for step, reason in outcome.failures.items())[:4_000] or None,
             execution_time_ms=(time.perf_counter() - started) * 1000,
             **result,
         )
-        if failed:
-            logger.warning("memory for response %s: %s (%s)", response.response_id, status, output.error_message)
+        if outcome.failures:
+            logger.warning("memory for response %s: %s (%s)", response.response_id, output.status,
+                           output.error_message)
         return output
 
     async def _relationships(self, outcome: _Outcome, user_id: str, response_id: str, found: Extraction) -> int | None:
         if not found.relations:
-            outcome.attempted += 1
+            outcome.ran.add("relationships")
             return 0
         return await self._step(outcome, "relationships", lambda: self.store.record_relationships(
             user_id=user_id, relations=found.relations, response_id=response_id))
 
     async def _step(self, outcome: _Outcome, name: str, work: Callable[[], Awaitable[T]]) -> T | None:
         """Run one step under the step timeout; a failure is logged and recorded, never raised."""
-        outcome.attempted += 1
+        outcome.ran.add(name)
         try:
             async with asyncio.timeout(self.step_timeout_s):
                 return await work()
@@ -194,7 +204,7 @@ class MemoryAgent:
         except Exception as error:  # the outermost guard of a step: a bug must not cost the other steps
             logger.exception("memory step %s raised unexpectedly", name)
             reason = f"internal error: {type(error).__name__}: {error}"
-        outcome.failures.append(f"{name}: {reason}"[:500])
+        outcome.fail(name, reason[:500])
         logger.warning("memory step %s failed: %s", name, reason)
         return None
 

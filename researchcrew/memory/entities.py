@@ -42,6 +42,8 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"<>]+")
 _ARXIV_NEW = re.compile(r"(?<![\w./])(?:arXiv:\s*)?(\d{2})(\d{2})\.(\d{4,5})(?:v\d+)?(?![\w/])", re.IGNORECASE)
+_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/((?:\d{4}\.\d{4,5})|(?:[a-z-]+(?:\.[A-Z]{2})?/\d{7}))(?:v\d+)?",
+                        re.IGNORECASE)
 _ARXIV_OLD = re.compile(r"(?<![\w./-])([a-z]+(?:-[a-z]+)?)(?:\.[A-Z]{2})?/(\d{2})(\d{2})(\d{3})(?:v\d+)?\b")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.'][A-Za-z0-9]+)*(?:@\d+)?")
 
@@ -128,7 +130,8 @@ class RuleBasedExtractor:
             for sentence, heading in sentences(text):
                 found = find_entities(sentence, heading=heading)
                 for acronym, expansion in find_definitions(sentence):
-                    found.append(expansion)
+                    # Names inside a definition's expansion are pieces of it ("Transformers" in BERT's).
+                    found = [f for f in found if not _within(f, expansion)] + [expansion]
                     abbreviations[(normalize(acronym.name), normalize(expansion.name))] = 0.9
                 keys: list[str] = []
                 for item in found:
@@ -159,6 +162,11 @@ class RuleBasedExtractor:
                 relations.append(EntityRelation(source=kept[a].name, target=kept[b].name, relation=CO_OCCURS,
                                                 confidence=round(confidence, 4), symmetric=True))
         return Extraction(mentions=mentions, relations=relations, method="rules")
+
+
+def _within(item: _Found, expansion: _Found) -> bool:
+    end = expansion.start + len(expansion.name)
+    return expansion.start <= item.start and item.start + len(item.name) <= end and item.name != expansion.name
 
 
 def _combined(entity: _Entity) -> float:
@@ -203,6 +211,9 @@ def find_entities(sentence: str, *, heading: bool = False) -> list[_Found]:
         doi = _strip_trailing(match.group(0))
         found.append(_Found(doi, "paper", 0.95, match.start()))
         taken.append((match.start(), match.start() + len(doi)))
+    for match in _ARXIV_URL.finditer(sentence):
+        found.append(_Found(match.group(1), "paper", 0.95, match.start(1)))
+        taken.append(match.span())
     for match in _ARXIV_NEW.finditer(sentence):
         if _overlaps(match.span(), taken) or not 1 <= int(match.group(2)) <= 12:
             continue
@@ -216,7 +227,7 @@ def find_entities(sentence: str, *, heading: bool = False) -> list[_Found]:
         found.append(_Found(re.sub(r"v\d+$", "", match.group(0)), "paper", 0.95, match.start()))
         taken.append(match.span())
     tokens = [m for m in _TOKEN.finditer(sentence) if not _overlaps(m.span(), taken)]
-    found.extend(_names(sentence, tokens, heading=heading))
+    found.extend(_names(sentence, tokens, heading=heading, shouting=_shouting(tokens)))
     return sorted(found, key=lambda f: f.start)
 
 
@@ -250,12 +261,21 @@ def _shape(token: str) -> str:
     return "lower"
 
 
-def _names(sentence: str, tokens: list[re.Match[str]], *, heading: bool) -> list[_Found]:
+def _shouting(tokens: Sequence[re.Match[str]]) -> bool:
+    """A sentence written mostly in capitals: its all-caps words are not acronyms."""
+    words = [t.group(0) for t in tokens if t.group(0).isalpha()]
+    return len(words) >= 3 and sum(w.isupper() for w in words) / len(words) > 0.6
+
+
+def _names(sentence: str, tokens: list[re.Match[str]], *, heading: bool, shouting: bool = False) -> list[_Found]:
     found: list[_Found] = []
     i = 0
     while i < len(tokens):
         token = tokens[i]
         shape = _shape(token.group(0))
+        if shape == "acronym" and shouting:
+            i += 1
+            continue
         if shape in ("acronym", "digits", "camel"):
             item = _standalone(sentence, tokens, i, shape)
             if item is not None:
@@ -266,15 +286,18 @@ def _names(sentence: str, tokens: list[re.Match[str]], *, heading: bool) -> list
             i += 1
             continue
         j = i + 1  # grow a run of Title-case words, allowing "of"/"for"/"van" between them
-        while j < len(tokens):
-            word = tokens[j].group(0)
-            gap = sentence[tokens[j - 1].end() : tokens[j].start()]
-            if gap.strip():  # punctuation between two words ends the name
-                break
-            if _shape(word) == "title":
+        while j < len(tokens) and _adjacent(sentence, tokens[j - 1], tokens[j]):
+            shape_j = _shape(tokens[j].group(0))
+            after = tokens[j + 1] if j + 1 < len(tokens) and _adjacent(sentence, tokens[j], tokens[j + 1]) else None
+            after_shape = _shape(after.group(0)) if after is not None else None
+            if shape_j == "title":
                 j += 1
-            elif word in lexicon.NAME_CONNECTORS and j + 1 < len(tokens) and _shape(tokens[j + 1].group(0)) == "title":
-                j += 2
+            elif shape_j == "acronym" and after_shape == "title" and _has_name(tokens[i:j]):
+                j += 1  # "Google AI Language"
+            elif tokens[j].group(0) in lexicon.NAME_CONNECTORS and (
+                after_shape == "title" or (after_shape == "acronym" and _has_name(tokens[i:j]))
+            ):
+                j += 2  # "University of Washington", "Allen Institute for AI"
             else:
                 break
         item = _title_run(sentence, tokens[i:j], heading=heading)
@@ -284,13 +307,23 @@ def _names(sentence: str, tokens: list[re.Match[str]], *, heading: bool) -> list
     return found
 
 
+def _adjacent(sentence: str, left: re.Match[str], right: re.Match[str]) -> bool:
+    """Only spaces between two tokens: punctuation ends a name."""
+    return not sentence[left.end() : right.start()].strip()
+
+
+def _has_name(run: Sequence[re.Match[str]]) -> bool:
+    return any(m.group(0).casefold() not in lexicon.COMMON for m in run)
+
+
 def _standalone(sentence: str, tokens: list[re.Match[str]], i: int, shape: str) -> _Found | None:
     token = tokens[i].group(0)
     name = token
     if shape == "camel" and len(token) > 2 and token[:-1].isupper() and token.endswith("s"):  # "LLMs" → "LLM"
         name, shape = token[:-1], "acronym"
-    if shape == "acronym" and (name.split("@")[0] in lexicon.NOT_ACRONYMS or len(name) > 12):
-        return None
+    core = name.split("@")[0]
+    if shape == "acronym" and (core in lexicon.NOT_ACRONYMS or (len(core) > 6 and core not in lexicon.KNOWN_CAPS)):
+        return None  # "SUPPORTS", "IMPORTANT": long all-caps words are emphasis or labels, not acronyms
     kind = _context_type(sentence, tokens, i, i + 1)
     base = {"acronym": 0.7, "digits": 0.85, "camel": 0.75}[shape]
     if kind is None:
@@ -306,9 +339,14 @@ def _known_type(name: str, shape: str) -> EntityType | None:
         return "metric"
     if core.upper() in lexicon.METHOD_NAMES:
         return "method"
+    if core.casefold() in lexicon.DATASET_WORDS:
+        return "dataset"
     family = re.split(r"[-\d.]", core, maxsplit=1)[0].upper()
-    if family in lexicon.MODEL_FAMILIES or any(core.upper().endswith(s) for s in lexicon.MODEL_SUFFIXES):
+    if {core.upper(), family} & lexicon.MODEL_FAMILIES or any(core.upper().endswith(s) for s in lexicon.MODEL_SUFFIXES):
         return "model"
+    parts = {p.casefold() for p in re.findall(r"[A-Z][a-z]+|[a-z]+", core)}  # "BooksCorpus" → books, corpus
+    if parts & lexicon.DATASET_WORDS:
+        return "dataset"
     if shape == "digits" and any(c.islower() for c in core):
         return "model"  # ResNet-50, Llama-2-7b
     return None
@@ -329,12 +367,13 @@ def _title_run(sentence: str, run: list[re.Match[str]], *, heading: bool) -> _Fo
     if heading and all(w.casefold() in lexicon.COMMON for w in words):
         return None
     name = sentence[run[0].start() : run[-1].end()]
-    starts_sentence = not sentence[: run[0].start()].strip(" \"'(“‘")
+    starts_sentence = at_start  # "The Transformer …": still the capital of a sentence start, once "The" is gone
     # A single word counts only mid-sentence; "Transformer-XL" (capitals after a hyphen) is as good as two words.
     single = len(words) == 1 and not any(p[:1].isupper() for p in words[0].split("-")[1:])
     if single:
         word = words[0]
-        if starts_sentence or heading or word.casefold() in lexicon.COMMON or len(word) < 3:
+        cited_author = sentence[run[-1].end() :].lstrip().startswith("et al")  # "Thakur et al. showed"
+        if (starts_sentence and not cited_author) or heading or word.casefold() in lexicon.COMMON or len(word) < 3:
             return None
     if all(w.casefold() in lexicon.COMMON for w in words):
         return None
@@ -381,29 +420,49 @@ def _context_type(sentence: str, tokens: Sequence[re.Match[str]], i: int, j: int
 
 
 def find_definitions(sentence: str) -> list[tuple[_Found, _Found]]:
-    """Acronym definitions: "Dense Passage Retrieval (DPR)" → (DPR, Dense Passage Retrieval). The words before
-    the parenthesis whose initials spell the acronym are the expansion (Schwartz & Hearst's idea, simplified)."""
+    """Acronym definitions, both ways round: "Dense Passage Retrieval (DPR)" and "BERT (Bidirectional Encoder
+    Representations from Transformers)" → (acronym, expansion). The expansion is the run of words whose initials
+    spell the acronym (Schwartz & Hearst's idea, simplified)."""
     result: list[tuple[_Found, _Found]] = []
     for match in re.finditer(r"\(([A-Z][A-Za-z0-9]{1,9})s?\)", sentence):
         acronym = match.group(1)
-        letters = [c for c in acronym if c.isalpha()]
-        if sum(c.isupper() for c in letters) < 2:
+        if sum(c.isupper() for c in acronym) < 2:
             continue
-        words = list(re.finditer(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*", sentence[: match.start()]))
-        for size in range(1, min(len(words), len(letters) + 3) + 1):
+        words = list(_WORD.finditer(sentence[: match.start()]))
+        for size in range(1, min(len(words), len(acronym) + 3) + 1):
             window = words[-size:]
-            initials = "".join(
-                part[0] for w in window if w.group(0).casefold() not in lexicon.DEFINITION_SKIP
-                for part in w.group(0).split("-")
-            )
-            if initials.casefold() == acronym.casefold() or (
-                len(window) < len(letters) and _initials_cover(window, acronym)
-            ):
-                name = sentence[window[0].start() : window[-1].end()]
-                kind = _name_type([w.group(0) for w in window], sentence, window)
-                result.append((_Found(acronym, kind, 0.9, match.start()), _Found(name, kind, 0.85, window[0].start())))
+            if _spells(window, acronym):
+                result.append(_definition(sentence, acronym, match.start(), window))
                 break
+    for match in re.finditer(r"\b([A-Z][A-Za-z0-9]{1,9})\s*\(([^()]{3,160})\)", sentence):
+        acronym = match.group(1)
+        if sum(c.isupper() for c in acronym) < 2:
+            continue
+        inside = match.start(2)
+        window = list(_WORD.finditer(match.group(2)))
+        if window and _spells(window, acronym):
+            shifted = [re.compile(re.escape(w.group(0))).match(sentence, inside + w.start()) for w in window]
+            result.append(_definition(sentence, acronym, match.start(), [m for m in shifted if m is not None]))
     return result
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
+
+
+def _spells(window: Sequence[re.Match[str]], acronym: str) -> bool:
+    initials = "".join(
+        part[0] for w in window if w.group(0).casefold() not in lexicon.DEFINITION_SKIP
+        for part in w.group(0).split("-")
+    )
+    if initials.casefold() == acronym.casefold():
+        return True
+    return len(window) < len(acronym) and _initials_cover(window, acronym)
+
+
+def _definition(sentence: str, acronym: str, at: int, window: Sequence[re.Match[str]]) -> tuple[_Found, _Found]:
+    name = sentence[window[0].start() : window[-1].end()]
+    kind = _name_type([w.group(0) for w in window], sentence, list(window))
+    return _Found(acronym, kind, 0.9, at), _Found(name, kind, 0.85, window[0].start())
 
 
 def _initials_cover(window: Sequence[re.Match[str]], acronym: str) -> bool:

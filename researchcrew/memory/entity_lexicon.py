@@ -107,3 +107,6 @@ astro-ph cond-mat gr-qc hep-ex hep-lat hep-ph hep-th math-ph nlin nucl-ex nucl-t
 q-fin stat eess econ chao-dyn solv-int patt-sol adap-org comp-gas cmp-lg alg-geom dg-ga funct-an q-alg mtrl-th
 supr-con chem-ph atom-ph plasm-ph ao-sci acc-phys bayes-an
 """)
+
+# Long all-caps names that are names all the same (other all-caps words over six letters are emphasis or labels).
+KNOWN_CAPS = METRICS | MODEL_FAMILIES | METHOD_NAMES | frozenset(w.upper() for w in DATASET_WORDS)
