@@ -42,9 +42,11 @@ _ROUTING_KEYWORDS = ("preferred_sources", "exclude_sources", "tool_options", "de
 
 
 def _quiet_crewai() -> None:
-    """crewAI sends telemetry unless told not to; researchcrew never does (set before crewAI is imported)."""
-    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-    os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+    """crewAI sends telemetry and traces unless told not to; researchcrew never does (set before crewAI is
+    imported, also when no LLM is configured: the Flow itself is crewAI). Models load from local files only."""
+    from researchcrew.llm import quiet_crewai
+
+    quiet_crewai()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -73,6 +75,7 @@ class ResearchAssistant:
         self._knowledge_base = knowledge_base
         self._memory_store = memory_store
         self._owns_memory_store = memory_store is None
+        self._owns_knowledge_base = knowledge_base is None
         self._remember = remember
         self._stages: ResearchStages | None = None
         self._memory_agent: Any = None
@@ -100,12 +103,23 @@ class ResearchAssistant:
         if self._memory_agent is not None:
             await self._memory_agent.aclose()
             self._memory_agent = None
+        if self._stages is not None and self._stages.llm is not None and self._llm is None:
+            await _release_llm(self._stages.llm)  # built from settings here, so closed here
         if self._memory_store is not None and self._owns_memory_store:
             await self._memory_store.close()
             self._memory_store = None
-        if self._knowledge_base is not None:
-            self._knowledge_base.close()
+        if self._knowledge_base is not None and self._owns_knowledge_base:
+            await asyncio.to_thread(self._knowledge_base.close)
+            self._knowledge_base = None
         self._stages = None
+
+    async def flush_memory(self, timeout_s: float | None = 10.0) -> bool:
+        """Wait until the memory work of the answers given so far has finished (it runs in the background so that
+        answers never wait for it). Returns False if ``timeout_s`` passed first; True at once without memory."""
+        if self._memory_agent is None:
+            return True
+        finished: bool = await self._memory_agent.wait_idle(timeout_s)
+        return finished
 
     async def __aenter__(self) -> ResearchAssistant:
         await self.start()
@@ -189,6 +203,23 @@ class ResearchAssistant:
             return UserPreferences.model_validate({**base.model_dump(), **overrides})
         except ValidationError as error:
             raise ConfigurationError(f"invalid option for ask(): {error}") from error
+
+
+async def _release_llm(llm: BaseLLM) -> None:
+    """Close the HTTP clients of an LLM the assistant built. crewAI's providers keep an ``openai``/``httpx`` client
+    pair open for the LLM's lifetime and offer no close method; left open, their pooled sockets outlive the
+    assistant (and surface later as ResourceWarnings). Attribute names are those of crewAI 1.15's providers."""
+    for name in ("_client", "_async_client"):
+        client = getattr(llm, name, None)
+        close = getattr(client, "close", None)
+        if close is None:
+            continue
+        try:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+        except (OSError, RuntimeError) as error:  # a client already closed or bound to a finished loop
+            logger.debug("closing the LLM's %s failed: %s", name, error)
 
 
 def _question(text: str, user_id: str, session_id: str) -> Query:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from researchcrew.agents.memory import MemoryAgent
     from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.knowledge.embedding import Embedder
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
 
@@ -58,11 +59,15 @@ async def build_stages(
     from researchcrew.llm import build_llm
 
     model = llm if llm is not None else build_llm(settings.llm)
-    if memory_store is None and (remember or tools is None):
-        memory_store = await _open_memory_store(settings)
+    open_store = memory_store is None and (remember or tools is None)
+    open_kb = tools is None and knowledge_base is None
+    if open_store or open_kb:
+        memory_store, knowledge_base = await _open_stores(
+            settings, memory_store=memory_store, knowledge_base=knowledge_base, open_store=open_store, open_kb=open_kb
+        )
     if tools is None:
-        if knowledge_base is None:
-            knowledge_base = await _open_knowledge_base(settings)
+        if knowledge_base is None:  # _open_stores opened it or raised
+            raise RuntimeError("the knowledge base was not opened")
         tools = default_tools(settings, knowledge_base=knowledge_base, memory_store=memory_store)
     memory_agent = _memory_agent(settings, memory_store, model) if remember and memory_store is not None else None
 
@@ -105,7 +110,7 @@ def default_tools(
     from researchcrew.tools.web import WebSearchTool
 
     built: dict[str, Tool] = {
-        "rag": RAGTool(knowledge_base, settings=settings.retrieval),
+        "rag": RAGTool(knowledge_base),
         "web": WebSearchTool(settings.firecrawl),
         "arxiv": ArxivTool(settings.arxiv),
     }
@@ -117,19 +122,91 @@ def default_tools(
     return [built[name] for name in settings.enabled_sources if name in built]
 
 
-async def _open_knowledge_base(settings: Settings) -> KnowledgeBase:
+async def _open_stores(
+    settings: Settings,
+    *,
+    memory_store: MemoryStore | None,
+    knowledge_base: KnowledgeBase | None,
+    open_store: bool,
+    open_kb: bool,
+) -> tuple[MemoryStore | None, KnowledgeBase | None]:
+    """Open the memory store and the knowledge base at the same time, sharing one embedding model.
+
+    Each piece costs about a second on first use (loading the model, starting Milvus Lite and opening its
+    collection, migrating the memory database); done one after another on the first question they add up, so they
+    overlap here. When one fails, the other is closed before the error propagates."""
+    embedder = await asyncio.to_thread(_shared_embedder, settings)
+    jobs: list[asyncio.Task[object]] = []
+    if open_store:
+        jobs.append(asyncio.ensure_future(_open_memory_store(settings, embedder)))
+    if open_kb:
+        jobs.append(asyncio.ensure_future(_open_knowledge_base(settings, embedder)))
+    results = await asyncio.gather(*jobs, return_exceptions=True)
+    failures = [result for result in results if isinstance(result, BaseException)]
+    opened = [result for result in results if not isinstance(result, BaseException)]
+    if failures:
+        for resource in opened:
+            await _close_quietly(resource)
+        raise failures[0]
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.memory.store import MemoryStore
+
+    for resource in opened:
+        if isinstance(resource, MemoryStore):
+            memory_store = resource
+        elif isinstance(resource, KnowledgeBase):
+            knowledge_base = resource
+    return memory_store, knowledge_base
+
+
+def _shared_embedder(settings: Settings) -> Embedder | None:
+    """The process-wide embedding model for ``settings``, loaded now so the first question does not wait for it,
+    and shared by the knowledge base and memory recall (each would otherwise load its own copy). None when it
+    cannot be loaded: each part then reports the missing model itself, per question, as a failed source."""
+    from researchcrew.errors import ModelUnavailableError
+    from researchcrew.knowledge.embedding import get_embedder
+
+    try:
+        return get_embedder(settings)
+    except ModelUnavailableError as error:
+        logger.warning("embedding model unavailable (%s); knowledge base and memory recall will report it", error)
+        return None
+
+
+async def _open_knowledge_base(settings: Settings, embedder: Embedder | None) -> KnowledgeBase:
+    from researchcrew.errors import KnowledgeBaseError
     from researchcrew.knowledge.collection import KnowledgeBase
 
     if settings.milvus.uri is None:
         settings.ensure_data_dir()
-    # Opening Milvus Lite starts its server process: seconds, and blocking.
-    return await asyncio.to_thread(KnowledgeBase, settings)
+    knowledge_base = KnowledgeBase(settings, embedder=embedder)
+    try:
+        # Connecting starts Milvus Lite (or reaches the server) and loads the collection: blocking, about a second.
+        await asyncio.to_thread(lambda: knowledge_base.store.client)
+    except KnowledgeBaseError as error:
+        # Not fatal: the RAG source retries the connection per question and reports it as failed meanwhile.
+        logger.warning("knowledge base not reachable at start-up: %s", error)
+    return knowledge_base
 
 
-async def _open_memory_store(settings: Settings) -> MemoryStore:
+async def _open_memory_store(settings: Settings, embedder: Embedder | None) -> MemoryStore:
     from researchcrew.memory.store import MemoryStore
 
-    return await MemoryStore.from_settings(settings)
+    return await MemoryStore.from_settings(settings, embedder=embedder)
+
+
+async def _close_quietly(resource: object) -> None:
+    """Release a store opened by ``_open_stores`` whose sibling failed to open."""
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.memory.store import MemoryStore
+
+    try:
+        if isinstance(resource, MemoryStore):
+            await resource.close()
+        elif isinstance(resource, KnowledgeBase):
+            await asyncio.to_thread(resource.close)
+    except Exception:  # closing after a failed start must not hide the error that caused it
+        logger.warning("could not close %r after a failed start", resource, exc_info=True)
 
 
 def _memory_agent(settings: Settings, store: MemoryStore, llm: BaseLLM | None) -> MemoryAgent:

@@ -1,0 +1,142 @@
+"""Shared pieces of the end-to-end tests: offline settings, in-process sources, demo documents, answer checks.
+
+The end-to-end tests run the real agents (Retriever, Evaluator, Synthesizer or the extractive synthesizer, citation
+validation, Memory) behind ``ResearchAssistant``; only the sources are chosen per test. Everything stays on this
+machine: web search is unconfigured, arXiv points at a closed loopback port, LLMs are a ``FakeLLM`` or a loopback
+OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from researchcrew.contracts import ContextChunk, FinalResponse
+from researchcrew.knowledge.documents import Document
+from researchcrew.knowledge.embedding import default_cache_dir
+from researchcrew.settings import ArxivSettings, EmbeddingSettings, LLMSettings, RetrievalSettings, Settings
+from researchcrew.tools.base import Tool
+from tests.loopback.server import closed_port
+
+# One ONNX export of the embedding model per machine (the user's cache), shared by every test in the process:
+# exporting it again per temporary data directory would cost ~20 s each time.
+MODEL_CACHE_DIR = default_cache_dir()
+DEMO_CORPUS = Path("data") / "demo_corpus" / "arxiv_abstracts.jsonl"  # relative to ../shared
+_MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+
+
+def offline_settings(data_dir: Path, *, llm: LLMSettings | None = None, **fields: Any) -> Settings:
+    """Settings as a user without keys or network has them: Firecrawl unconfigured, arXiv unreachable (a closed
+    loopback port, refused at once, no retries, no pacing), the packaged embedding model from the shared cache."""
+    values: dict[str, Any] = {
+        "data_dir": data_dir,
+        "arxiv": ArxivSettings(
+            api_url=f"http://127.0.0.1:{closed_port()}/api/query", min_interval_s=0, num_retries=0, timeout_s=2
+        ),
+        "embedding": EmbeddingSettings(cache_dir=MODEL_CACHE_DIR),
+        "retrieval": RetrievalSettings(timeout_per_source_s=5),
+        "llm": llm or LLMSettings(),
+        **fields,
+    }
+    return Settings(**values)
+
+
+def offline_environment(data_dir: Path) -> dict[str, str]:
+    """The same as ``offline_settings``, as the environment variables the CLI reads."""
+    return {
+        "RESEARCHCREW_DATA_DIR": str(data_dir),
+        "RESEARCHCREW_ARXIV__API_URL": f"http://127.0.0.1:{closed_port()}/api/query",
+        "RESEARCHCREW_ARXIV__MIN_INTERVAL_S": "0",
+        "RESEARCHCREW_ARXIV__NUM_RETRIES": "0",
+        "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(MODEL_CACHE_DIR),
+    }
+
+
+def demo_documents(shared_dir: Path, title_words: Sequence[str]) -> list[Document]:
+    """Records of the demo corpus whose title contains one of ``title_words``, as knowledge-base documents."""
+    documents = []
+    for line in (shared_dir / DEMO_CORPUS).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if not any(word.lower() in record["title"].lower() for word in title_words):
+            continue
+        documents.append(
+            Document(
+                source_key=f"demo_corpus/arxiv_abstracts.jsonl#{record['id']}",
+                text=record["abstract"],
+                title=" ".join(record["title"].split()),
+                url=record["id"],
+                source_date=datetime.fromisoformat(record["published"].replace("Z", "+00:00")),
+                authors=record["authors"],
+                metadata={"source": "demo_corpus"},
+            )
+        )
+    return documents
+
+
+def evidence(chunk_id: str, content: str, *, relevance: float = 0.8, source_type: str = "rag",
+             title: str | None = None, **fields: Any) -> ContextChunk:
+    """A chunk as a source returns it, dated recently so the Evaluator's recency does not filter it."""
+    values: dict[str, Any] = {
+        "source_date": datetime(2025, 6, 1, tzinfo=UTC),
+        "title": title or f"Source {chunk_id}",
+        "url": f"https://example.org/{chunk_id}",
+        **fields,
+    }
+    return ContextChunk(chunk_id=chunk_id, source_type=source_type, content=content, semantic_relevance=relevance,
+                        tool_name=f"{source_type}_spy", **values)
+
+
+class SpyTool(Tool):
+    """A real in-process source: returns the given chunks (after ``delay_s``) and records every query."""
+
+    name: ClassVar[str] = "spy_search"
+    description: ClassVar[str] = "An in-process source with scripted evidence."
+    source_type: ClassVar[str] = "rag"
+
+    def __init__(self, chunks: Sequence[ContextChunk], *, delay_s: float = 0.0, source_type: str = "rag",
+                 name: str | None = None) -> None:
+        self.chunks = list(chunks)
+        self.delay_s = delay_s
+        self.queries: list[str] = []
+        # Instance attributes shadow the class ones, so one class can play several sources.
+        self.source_type = source_type  # type: ignore[misc]
+        self.name = name or f"{source_type}_spy"  # type: ignore[misc]
+
+    async def _search(self, query: str, *, num_results: int = 5, user_id: str | None = None,
+                      session_id: str | None = None) -> list[ContextChunk]:
+        self.queries.append(query)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return self.chunks[:num_results]
+
+
+def claim_texts(response: FinalResponse) -> list[str]:
+    return [claim.text for section in response.sections for claim in section.claims]
+
+
+def assert_every_claim_cited(response: FinalResponse) -> None:
+    """Every statement carries at least one citation, every citation number is listed, every listed citation is
+    used, and every line of the answer's prose that makes a statement ends with a marker."""
+    numbers = {citation.number for citation in response.citations}
+    used: set[int] = set()
+    claims = [claim for section in response.sections for claim in section.claims]
+    assert claims, "the answer makes no statements"
+    for claim in claims:
+        assert claim.citations, f"uncited statement: {claim.text!r}"
+        assert set(claim.citations) <= numbers, f"{claim.text!r} cites {claim.citations}, listed are {numbers}"
+        used.update(claim.citations)
+    assert used == numbers, f"listed but never cited: {sorted(numbers - used)}"
+    for line in response.answer.splitlines():
+        if line.startswith("- "):
+            cited = re.search(r"\[\d+(?:\s*,\s*\d+)*\][.?!]?$", line.strip())
+            assert cited, f"answer line without a citation: {line!r}"
+    assert response.citation_stats.valid >= len(claims)
+
+
+def without_markers(text: str) -> str:
+    return _MARKER.sub("", text).strip()
