@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.contracts.chunks import SourceReport
@@ -54,15 +55,102 @@ class Citation(Contract):
 class Claim(Contract):
     """One statement of the answer and the sources it rests on."""
 
-    text: str = Field(min_length=1, description="The statement.")
+    text: str = Field(min_length=1, description="The statement, without citation markers.")
     citations: list[int] = Field(default_factory=list, description="Citation numbers supporting it.")
     confidence: UnitFloat | None = Field(default=None, description="How well supported the claim is.")
+    flagged: bool = Field(
+        default=False,
+        description="Kept although no valid citation supports it (citation validation in `flag` mode); it is "
+        "shown marked as unsupported. In the default `remove` mode such claims are dropped instead.",
+    )
 
 
 class AnswerSection(Contract):
     heading: str = Field(default="", description="Section title (empty when sections are off).")
     claims: list[Claim] = Field(default_factory=list, description="The section's statements, in order.")
     perspective: str | None = Field(default=None, description="For multi-perspective answers: whose view this is.")
+
+
+# The draft models below are the JSON schema the Synthesizer's LLM must fill (sent to providers with native
+# structured output, so their docstrings and descriptions are written for the model). They are lenient on purpose
+# (unknown keys ignored, missing keys filled, citation numbers coerced): they parse model output, and citation
+# validation then checks every number against the evidence actually given.
+
+
+class DraftClaim(BaseModel):
+    """One statement of the answer and the numbers of the evidence blocks that support it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(description="One factual statement, written from the evidence.")
+    citations: list[int] = Field(description="Numbers of the evidence blocks that support the statement.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_missing(cls, data: Any) -> Any:
+        # Filled here rather than with field defaults so that the JSON schema sent to providers stays strict.
+        if isinstance(data, str):
+            return {"text": data, "citations": []}
+        if isinstance(data, dict):
+            data = dict(data)
+            for alias in ("claim", "statement", "sentence"):
+                if "text" not in data and alias in data:
+                    data["text"] = data[alias]
+            data.setdefault("citations", data.get("sources", []))
+        return data
+
+    @field_validator("citations", mode="before")
+    @classmethod
+    def _lenient_numbers(cls, value: Any) -> Any:
+        """Models write ``"[2]"``, ``"2"`` or ``2``; keep the integers, drop what is not a number (validation
+        later removes numbers that point to no evidence)."""
+        if isinstance(value, int | str):
+            value = [value]
+        if not isinstance(value, list):
+            return value
+        numbers: list[int] = []
+        for item in value:
+            if isinstance(item, bool):
+                continue
+            if isinstance(item, int):
+                numbers.append(item)
+            elif isinstance(item, str):
+                numbers.extend(int(digits) for digits in re.findall(r"\d{1,6}", item))
+        return numbers
+
+
+class DraftSection(BaseModel):
+    """A titled group of statements."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    heading: str = Field(description="Section title; empty when the answer has no sections.")
+    perspective: str | None = Field(
+        description="When sources disagree: whose view this section presents (e.g. the source's name); else null."
+    )
+    claims: list[DraftClaim] = Field(description="The section's statements, in reading order.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_missing(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            if "heading" not in data and "title" in data:
+                data["heading"] = data["title"]
+            data.setdefault("heading", "")
+            data.setdefault("perspective", None)
+            data.setdefault("claims", [])
+            if data["heading"] is None:
+                data["heading"] = ""
+        return data
+
+
+class AnswerDraft(BaseModel):
+    """An answer written only from the numbered evidence blocks, as sections of cited statements."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    sections: list[DraftSection] = Field(description="The answer, as sections of cited statements.")
 
 
 class CitationStats(Contract):
