@@ -157,6 +157,11 @@ class LLMSettings(_Group):
         description="Retries the provider SDK makes after a connection error, 429 or 5xx (providers whose SDK "
         "supports it). The Synthesizer's own timeout bounds the whole call either way.",
     )
+    structured_output: bool = Field(
+        default=True,
+        description="Ask the provider for schema-constrained JSON (`response_format`; OpenAI, Ollama >= 0.5, vLLM). "
+        "Turn off for OpenAI-compatible servers that reject `response_format`; the prompt still asks for JSON.",
+    )
 
 
 class RetrievalSettings(_Group):

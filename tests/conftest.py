@@ -17,6 +17,8 @@ import pytest
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+# crewAI execution tracing (and its first-run trace collection) is separate from telemetry; off in tests.
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 

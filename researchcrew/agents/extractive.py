@@ -1,0 +1,250 @@
+"""The extractive synthesizer: an answer made of sentences quoted from the evidence, for when no LLM is configured.
+
+No model is called. Sentences are scored by overlap with the query's content terms, the quality of their chunk
+and a small lead-sentence bonus (plus a bonus for numbers in technical answers); near-duplicates are skipped and
+the rest picked by maximal marginal relevance (MMR, λ = 0.7 over Jaccard similarity of terms). Picked sentences
+are grouped by source document into sections (concise answers: one section) and each one cites its chunk.
+Disagreements found by the Evaluator are shown as perspectives: both claims quoted, each with its citation.
+
+The answer is labelled ``answer_kind="extractive"`` and its text opens with a line saying so.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from researchcrew.agents.citations import clean_text
+from researchcrew.agents.finalize import finalize
+from researchcrew.agents.prompts import length_bounds
+from researchcrew.agents.terms import content_terms
+from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
+from researchcrew.contracts.query import ResponseFormat
+from researchcrew.contracts.synthesizer import (
+    AnswerDraft,
+    DraftClaim,
+    DraftSection,
+    SynthesizerInput,
+    SynthesizerOutput,
+)
+
+SENTENCE_BUDGET: dict[ResponseFormat, int] = {"concise": 3, "detailed": 8, "technical": 10}
+MMR_LAMBDA = 0.7
+DUPLICATE_SIMILARITY = 0.6
+_SCAN_CHARS = 20_000  # sentences beyond this point of a chunk are not considered (speed bound for huge pages)
+_MIN_WORDS, _MAX_WORDS = 5, 80
+
+_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:e\.g|i\.e|et al|etc|fig|figs|eq|eqs|dr|mr|mrs|ms|prof|vs|no|vol|approx|cf|inc|ltd|jr|sr|st)\.|"
+    r"\b[A-Z]\.)$",
+    re.IGNORECASE,
+)
+_LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)")
+_EMPHASIS = re.compile(r"\*\*|__|`+")
+_BULLET = re.compile(r"^(?:[-*+•>]|\d{1,3}[.)])\s+")
+
+
+@dataclass
+class _Sentence:
+    text: str
+    number: int  # the chunk's citation number (1-based position in the evidence)
+    position: int  # index of the sentence within its chunk
+    terms: frozenset[str]
+    score: float = 0.0
+
+
+def _paragraphs(content: str) -> list[str]:
+    """Markdown-ish text as paragraphs: headings dropped, links reduced to their text, bullets kept apart."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for raw in _LINK.sub(r"\1", content[:_SCAN_CHARS]).splitlines():
+        line = _EMPHASIS.sub("", raw).strip()
+        if not line or line.startswith("#") or set(line) <= set("-=*_|: "):
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        bullet = _BULLET.match(line)
+        if bullet:
+            if current:
+                paragraphs.append(" ".join(current))
+            current = [line[bullet.end() :]]
+            continue
+        current.append(line)
+    if current:
+        paragraphs.append(" ".join(current))
+    return paragraphs
+
+
+def split_sentences(content: str) -> list[str]:
+    """Sentences of a chunk, without splitting after common abbreviations (e.g., et al., Fig.) or initials."""
+    sentences: list[str] = []
+    for paragraph in _paragraphs(content):
+        pending = ""
+        for piece in _SPLIT.split(paragraph):
+            pending = f"{pending} {piece}".strip() if pending else piece.strip()
+            if not _ABBREVIATION.search(pending, max(0, len(pending) - 12)):  # only the end can be one
+                sentences.append(pending)
+                pending = ""
+        if pending:
+            sentences.append(pending)
+    return sentences
+
+
+def _usable(sentence: str) -> bool:
+    words = sentence.split()
+    if not _MIN_WORDS <= len(words) <= _MAX_WORDS:
+        return False
+    letters = sum(map(str.isalpha, sentence))
+    return letters >= 0.5 * len(sentence) and not sentence.endswith(":")
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+@lru_cache(maxsize=2048)
+def analysed_sentences(content: str) -> tuple[tuple[int, str, frozenset[str], bool], ...]:
+    """The usable sentences of a chunk as (position, text, terms, has_number), independent of the query and
+    cached by content: knowledge-base chunks come back across questions, and this is most of the work."""
+    analysed = []
+    for position, raw in enumerate(split_sentences(content)):
+        text = clean_text(raw)[0]  # the source's own [n] footnotes must not become citations
+        if _usable(text):
+            analysed.append((position, text, frozenset(content_terms(text)), any(ch.isdigit() for ch in text)))
+    return tuple(analysed)
+
+
+def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> list[_Sentence]:
+    query = frozenset(content_terms(request.original_query.text))
+    technical = request.response_format == "technical"
+    sentences: list[_Sentence] = []
+    for number, scored in enumerate(evidence, start=1):
+        for position, text, terms, has_number in analysed_sentences(scored.chunk.content):
+            overlap = len(query & terms) / len(query) if query else 0.0
+            score = 0.65 * overlap + 0.25 * scored.quality_score + 0.10 / (1 + position)
+            if technical and has_number:
+                score += 0.1
+            sentences.append(_Sentence(text, number, position, terms, score))
+    if query and any(query & s.terms for s in sentences):
+        sentences = [s for s in sentences if query & s.terms]  # off-topic sentences only when nothing is on topic
+    return sorted(sentences, key=lambda s: s.score, reverse=True)[:60]
+
+
+def _select(candidates: list[_Sentence], budget: int, max_words: int, avoid: list[frozenset[str]]) -> list[_Sentence]:
+    """Greedy MMR: relevance minus similarity to what is already picked; near-duplicates never picked."""
+    picked: list[_Sentence] = []
+    words = 0
+    pool = list(candidates)
+    while pool and len(picked) < budget:
+        best, best_value = None, float("-inf")
+        for sentence in pool:
+            similarity = max((_jaccard(sentence.terms, t) for t in [*avoid, *(p.terms for p in picked)]), default=0.0)
+            if similarity >= DUPLICATE_SIMILARITY:
+                continue
+            value = MMR_LAMBDA * sentence.score - (1 - MMR_LAMBDA) * similarity
+            if value > best_value:
+                best, best_value = sentence, value
+        if best is None:
+            break
+        pool.remove(best)
+        length = len(best.text.split())
+        if picked and words + length > max_words:
+            continue
+        picked.append(best)
+        words += length
+    return picked
+
+
+def _heading(scored: ScoredChunk, number: int) -> str:
+    chunk = scored.chunk
+    return clean_text(chunk.title)[0] if chunk.title else f"{chunk.source_type} source {number}"
+
+
+def _document_key(scored: ScoredChunk) -> str:
+    chunk = scored.chunk
+    return chunk.source_id or chunk.url or chunk.title or chunk.chunk_id
+
+
+def perspective_sections(
+    contradictions: Sequence[ContradictionRecord], evidence: Sequence[ScoredChunk]
+) -> list[DraftSection]:
+    numbers = {scored.chunk.chunk_id: n for n, scored in enumerate(evidence, start=1)}
+    sections: list[DraftSection] = []
+    for record in contradictions:
+        first, second = numbers.get(record.chunk_id_a), numbers.get(record.chunk_id_b)
+        if first is None or second is None:
+            continue
+        subject = clean_text(record.subject)[0] if record.subject else ""
+        heading = f"Sources disagree: {subject}" if subject else "Sources disagree"
+        for index, (claim, number) in enumerate(((record.claim_a, first), (record.claim_b, second))):
+            text = clean_text(claim)[0]
+            if not text:
+                continue
+            scored = evidence[number - 1]
+            label = f"{_heading(scored, number)} ({scored.chunk.source_type})"
+            sections.append(
+                DraftSection(
+                    heading=heading if index == 0 else "",
+                    perspective=label,
+                    claims=[DraftClaim(text=text, citations=[number])],
+                )
+            )
+    return sections
+
+
+def extractive_draft(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> AnswerDraft:
+    """The extractive answer as a draft whose citations index ``evidence`` (validated like any other draft)."""
+    bounds = length_bounds(request)
+    perspectives = perspective_sections(request.contradictions, evidence)
+    avoid = [frozenset(content_terms(claim.text)) for section in perspectives for claim in section.claims]
+    budget = SENTENCE_BUDGET[request.response_format]
+    picked = _select(_candidates(request, evidence), budget, bounds.high, avoid)
+    if not picked and not perspectives and evidence:
+        # Nothing sentence-like (tables, fragments): quote the start of the best chunk rather than say nothing.
+        text = clean_text(" ".join(evidence[0].chunk.content.split()[:60]))[0]
+        picked = [_Sentence(text, 1, 0, frozenset(), 0.0)] if text else []
+    sections: list[DraftSection] = []
+    if request.response_format == "concise" or not request.include_sections:
+        ordered = sorted(picked, key=lambda s: -s.score) if request.response_format == "concise" else picked
+        sections.append(DraftSection(heading="", perspective=None, claims=[_claim(s) for s in ordered]))
+    else:
+        groups: dict[str, list[_Sentence]] = {}
+        for sentence in picked:  # picked is best first, so groups are created best first
+            groups.setdefault(_document_key(evidence[sentence.number - 1]), []).append(sentence)
+        for members in groups.values():
+            members.sort(key=lambda s: (s.number, s.position))
+            first = members[0].number
+            sections.append(
+                DraftSection(heading=_heading(evidence[first - 1], first), perspective=None,
+                             claims=[_claim(s) for s in members])
+            )
+    if not request.include_sections:
+        for section in perspectives:
+            section.heading = ""
+    return AnswerDraft(sections=[section for section in sections if section.claims] + perspectives)
+
+
+def _claim(sentence: _Sentence) -> DraftClaim:
+    return DraftClaim(text=sentence.text, citations=[sentence.number])
+
+
+class ExtractiveSynthesizer:
+    """Answers without an LLM. Also the Flow's fast fallback when the deadline leaves no time for a model."""
+
+    def __init__(self, *, max_evidence: int = 20) -> None:
+        self.max_evidence = max_evidence
+
+    async def run(self, request: SynthesizerInput) -> SynthesizerOutput:
+        return self.answer(request)
+
+    def answer(self, request: SynthesizerInput, caveats: Sequence[str] = ()) -> SynthesizerOutput:
+        """Synchronous core (pure CPU, a few milliseconds): draft, validate, score."""
+        started = time.perf_counter()
+        evidence = request.filtered_context.chunks[: self.max_evidence]
+        draft = extractive_draft(request, evidence)
+        return finalize(request, evidence, draft, answer_kind="extractive", caveats=list(caveats), started=started)
