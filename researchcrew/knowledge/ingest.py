@@ -1,0 +1,233 @@
+"""``ingest_paths``: files, folders and globs → the knowledge base, doing only the work that changed.
+
+1. **Load** every file (``researchcrew.knowledge.loaders``); problems become ``IngestIssue``s, never exceptions.
+2. **Skip unchanged documents before any chunking or embedding**: the knowledge base's index (source key → doc id
+   of complete documents) is read once, and a document whose content hash is already there costs nothing more.
+   Re-ingesting an unchanged folder embeds zero chunks.
+3. **Add the rest in batches** through ``KnowledgeBase.add_documents``, which chunks, embeds and upserts, and
+   replaces a source key's old chunks only after the new ones are in. A crash leaves at worst an incomplete
+   document that the next run detects and finishes.
+4. **Drop what disappeared from a file** (a JSONL record deleted, a PDF that lost pages) — only for files that
+   were read completely, so a bad line never deletes its record's previous version.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import Field
+
+from researchcrew.contracts._base import Contract
+from researchcrew.errors import KnowledgeBaseError, ModelUnavailableError
+from researchcrew.knowledge.documents import Document
+from researchcrew.knowledge.loaders import IngestIssue, discover, load_file, parse_field_map
+from researchcrew.knowledge.loaders.base import file_key
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 128
+ProgressCallback = Callable[[int, int, int], None]  # (documents done, documents to add, chunks added)
+
+
+class _AddReport(Protocol):
+    documents_added: int
+    documents_replaced: int
+    documents_skipped: int
+    chunks_added: int
+
+
+class KnowledgeBaseLike(Protocol):
+    """The part of ``KnowledgeBase`` that ingestion uses."""
+
+    def add_documents(
+        self, documents: Sequence[Document], *, progress: Callable[[int, int], None] | None = None
+    ) -> _AddReport: ...
+
+    def document_index(self) -> dict[str, str]: ...
+
+    def remove(self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = ()) -> int: ...
+
+
+class IngestReport(Contract):
+    """What one ingest did, for the CLI summary and ``--json``."""
+
+    files_seen: int = Field(default=0, ge=0, description="Files found from the paths, folders and globs given.")
+    files_failed: int = Field(default=0, ge=0, description="Files that produced no document at all.")
+    files_ignored: int = Field(default=0, ge=0, description="Files in folders with an unsupported extension.")
+    documents_added: int = Field(default=0, ge=0, description="New documents indexed.")
+    documents_replaced: int = Field(default=0, ge=0, description="Documents whose content changed, re-indexed.")
+    documents_unchanged: int = Field(default=0, ge=0, description="Documents already indexed as they are: no work.")
+    documents_failed: int = Field(default=0, ge=0, description="Documents or records that could not be ingested.")
+    documents_removed: int = Field(default=0, ge=0, description="Documents gone from their file, removed.")
+    chunks_added: int = Field(default=0, ge=0, description="Chunks embedded and written.")
+    chunks_removed: int = Field(default=0, ge=0, description="Chunks deleted with removed documents.")
+    errors: list[IngestIssue] = Field(default_factory=list, description="What could not be ingested, and why.")
+    aborted: str | None = Field(default=None, description="Why the ingest stopped early (store or model failure).")
+    seconds: float = Field(default=0.0, ge=0, description="Wall time, loading included.")
+    documents_per_second: float = Field(default=0.0, ge=0, description="Documents added or replaced per second.")
+    chunks_per_second: float = Field(default=0.0, ge=0, description="Chunks written per second.")
+
+    @property
+    def documents_indexed(self) -> int:
+        return self.documents_added + self.documents_replaced
+
+    @property
+    def succeeded(self) -> bool:
+        """Something is in the knowledge base for the input: added, replaced or already there unchanged."""
+        return self.aborted is None and (self.documents_indexed + self.documents_unchanged) > 0
+
+
+def ingest_paths(
+    kb: KnowledgeBaseLike,
+    paths: Iterable[str | os.PathLike[str]] | str | Path,
+    *,
+    field_map: Mapping[str, str] | Sequence[str] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: bool | ProgressCallback = True,
+    remove_missing: bool = True,
+) -> IngestReport:
+    """Ingest files, folders (recursive) and globs into ``kb``; see the module docstring for what is done.
+
+    ``field_map`` maps JSONL fields (``{"id": "_id", "text": "body"}`` or ``["id=_id", "text=body"]``).
+    ``progress``: ``True`` shows a progress bar on stderr, ``False`` nothing, a callable is called with
+    (documents done, documents to add, chunks added). Raises only for usage mistakes (a bad field mapping, a
+    batch size below 1); everything about the input is reported in the returned ``IngestReport``.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    mapping = parse_field_map(field_map)  # FieldMapError (a ValueError) for a bad mapping: fail before any work
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    started = time.perf_counter()
+    report = IngestReport()
+    found = discover(paths)
+    report.errors.extend(found.issues)
+    report.documents_failed += len(found.issues)
+    report.files_seen = len(found.files)
+    report.files_ignored = len(found.ignored)
+    if found.ignored:
+        logger.info("ignored %d file(s) with unsupported extensions, e.g. %s", len(found.ignored), found.ignored[0])
+
+    index = kb.document_index()  # once: everything below is decided against it
+    by_file: dict[str, set[str]] = defaultdict(set)
+    for key in index:
+        by_file[key.split("#", 1)[0]].add(key)
+
+    pending: list[Document] = []
+    stale: list[str] = []
+    for path in found.files:
+        result = load_file(path, field_map=mapping)
+        report.errors.extend(result.issues)
+        report.documents_failed += len(result.issues)
+        if not result.documents:
+            report.files_failed += 1
+            continue
+        present = set()
+        for document in result.documents:
+            present.add(document.source_key)
+            if index.get(document.source_key) == document.doc_id:
+                report.documents_unchanged += 1
+            else:
+                pending.append(document)
+        if remove_missing and result.complete:
+            stale.extend(sorted(by_file.get(file_key(path), set()) - present))
+
+    _add(kb, pending, report, batch_size=batch_size, progress=progress)
+    if stale and report.aborted is None:
+        try:
+            report.chunks_removed = kb.remove(source_keys=stale)
+            report.documents_removed = len(stale)
+        except KnowledgeBaseError as error:
+            report.aborted = f"removing {len(stale)} deleted document(s) failed: {error}"
+    report.seconds = time.perf_counter() - started
+    if report.seconds > 0:
+        report.documents_per_second = report.documents_indexed / report.seconds
+        report.chunks_per_second = report.chunks_added / report.seconds
+    logger.info(
+        "ingest: %d added, %d replaced, %d unchanged, %d failed, %d chunks in %.1f s",
+        report.documents_added,
+        report.documents_replaced,
+        report.documents_unchanged,
+        report.documents_failed,
+        report.chunks_added,
+        report.seconds,
+    )
+    return report
+
+
+def _add(
+    kb: KnowledgeBaseLike,
+    pending: list[Document],
+    report: IngestReport,
+    *,
+    batch_size: int,
+    progress: bool | ProgressCallback,
+) -> None:
+    """Hand ``pending`` to the knowledge base in batches, updating the report (and the progress display)."""
+    display = _Progress(len(pending), progress)
+    try:
+        for start in range(0, len(pending), batch_size):
+            batch = pending[start : start + batch_size]
+
+            def batch_progress(done: int, _total: int, base: int = start) -> None:
+                display.at(base + done)
+
+            try:
+                added = kb.add_documents(batch, progress=batch_progress)
+            except (KnowledgeBaseError, ModelUnavailableError) as error:
+                report.aborted = str(error)
+                logger.error("ingest stopped after %d of %d documents: %s", start, len(pending), error)
+                return
+            report.documents_added += added.documents_added
+            report.documents_replaced += added.documents_replaced
+            report.documents_unchanged += added.documents_skipped
+            report.chunks_added += added.chunks_added
+            empty = len(batch) - added.documents_added - added.documents_replaced - added.documents_skipped
+            if empty > 0:  # the knowledge base found nothing to index in them (e.g. only whitespace)
+                report.documents_failed += empty
+                report.errors.extend(_empty_issues(batch, empty))
+            display.at(start + len(batch), chunks=report.chunks_added)
+    finally:
+        display.close()
+
+
+def _empty_issues(batch: Sequence[Document], count: int) -> list[IngestIssue]:
+    return [IngestIssue(file="(batch)", reason=f"{count} document(s) had no text to index after chunking")]
+
+
+class _Progress:
+    """A tqdm bar (documents, with documents/s and chunks/s) on stderr, a callback, or nothing."""
+
+    def __init__(self, total: int, progress: bool | ProgressCallback) -> None:
+        self._callback: ProgressCallback | None = None if isinstance(progress, bool) else progress
+        self._bar: Any = None
+        self._started = time.perf_counter()
+        self._total = total
+        self._chunks = 0
+        if progress is True and total:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit="doc", desc="ingesting", file=sys.stderr, dynamic_ncols=True)
+
+    def at(self, done: int, *, chunks: int | None = None) -> None:
+        if chunks is not None:
+            self._chunks = chunks
+        if self._callback is not None:
+            self._callback(done, self._total, self._chunks)
+        if self._bar is not None:
+            self._bar.update(max(0, min(done, self._total) - self._bar.n))
+            elapsed = max(time.perf_counter() - self._started, 1e-9)
+            self._bar.set_postfix_str(f"{self._chunks} chunks, {self._chunks / elapsed:.1f} chunks/s", refresh=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()

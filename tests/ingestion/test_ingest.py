@@ -1,0 +1,164 @@
+"""``ingest_paths`` end to end: real files → real Milvus Lite (tmp_path) with the real embedding model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from researchcrew.knowledge.collection import KnowledgeBase
+from researchcrew.knowledge.ingest import ingest_paths
+from researchcrew.knowledge.loaders import FieldMapError
+from tests.ingestion.conftest import CountingEmbedder
+from tests.ingestion.files import HTML_PAGE, MARKDOWN_NOTE, beir_records, write_beir, write_pdf
+
+
+def _folder(root: Path) -> Path:
+    """One file of each format, plus a file that is fine to ignore."""
+    docs = root / "docs"
+    (docs / "papers").mkdir(parents=True)
+    (docs / "enzymes.md").write_text(MARKDOWN_NOTE)
+    (docs / "volcano.txt").write_text("Magma rises through the crust.\n\nExplosive eruptions eject ash columns.\n")
+    (docs / "coral.html").write_text(HTML_PAGE)
+    write_pdf(docs / "papers" / "plants.pdf", ["Chlorophyll absorbs red and blue light.", "RuBisCO fixes carbon."])
+    write_beir(docs / "corpus.jsonl", beir_records())
+    (docs / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    return docs
+
+
+def test_folder_of_every_format_is_ingested_and_searchable(tmp_path: Path, kb: KnowledgeBase) -> None:
+    docs = _folder(tmp_path)
+    report = ingest_paths(kb, [docs], progress=False)
+    assert report.errors == []
+    assert (report.files_seen, report.files_ignored, report.files_failed) == (5, 1, 0)
+    assert report.documents_added == 1 + 1 + 1 + 2 + 3  # md, txt, html, 2 PDF pages, 3 records
+    assert report.chunks_added >= report.documents_added
+    assert report.seconds > 0 and report.documents_per_second > 0 and report.chunks_per_second > 0
+    assert report.succeeded
+    stats = kb.stats()
+    assert stats.documents == 8 and stats.chunks == report.chunks_added and stats.incomplete_documents == 0
+    hits = kb.search("which enzyme fixes carbon dioxide", top_k=3)
+    assert any("plants.pdf#page=2" in hit.source_key for hit in hits)
+
+
+def test_second_ingest_of_unchanged_files_does_no_work(tmp_path: Path, kb: KnowledgeBase,
+                                                         counting: CountingEmbedder) -> None:
+    docs = _folder(tmp_path)
+    first = ingest_paths(kb, [docs], progress=False)
+    embedded = counting.texts_embedded
+    assert embedded == first.chunks_added
+    calls: list[int] = []
+    original = kb.document_index
+
+    def spy() -> dict[str, str]:
+        calls.append(1)
+        return original()
+
+    kb.document_index = spy  # type: ignore[method-assign]
+    second = ingest_paths(kb, [docs], progress=False)
+    assert counting.texts_embedded == embedded  # zero chunks embedded
+    assert (second.documents_added, second.documents_replaced, second.chunks_added) == (0, 0, 0)
+    assert second.documents_unchanged == first.documents_added
+    assert second.succeeded
+    assert len(calls) == 1  # the index is read once per ingest, not per document
+    assert kb.stats().chunks == first.chunks_added
+
+
+def test_changed_file_replaces_its_chunks(tmp_path: Path, kb: KnowledgeBase) -> None:
+    note = tmp_path / "note.md"
+    note.write_text("# Tides\n\nThe moon's gravity raises two tidal bulges on the oceans.\n")
+    ingest_paths(kb, [note], progress=False)
+    old_id = kb.document_index()[str(note.resolve())]
+    note.write_text("# Tides\n\nSpring tides happen when the sun and moon align, neap tides at right angles.\n")
+    report = ingest_paths(kb, [note], progress=False)
+    assert (report.documents_added, report.documents_replaced, report.documents_unchanged) == (0, 1, 0)
+    index = kb.document_index()
+    assert index[str(note.resolve())] != old_id
+    stats = kb.stats()
+    assert stats.documents == 1 and stats.chunks == report.chunks_added
+    (hit,) = kb.search("spring and neap tides", top_k=1)
+    assert "Spring tides" in hit.text
+
+
+def test_records_deleted_from_a_file_are_removed_but_not_on_a_bad_line(tmp_path: Path, kb: KnowledgeBase) -> None:
+    path = write_beir(tmp_path / "corpus.jsonl", beir_records())
+    ingest_paths(kb, [path], progress=False)
+    records = beir_records()
+    # Record 102 disappears; record 103's line becomes malformed: only 102 may be taken as deleted...
+    path.write_text(json.dumps(records[0]) + "\n" + '{"_id": "103", "text": broken\n')
+    report = ingest_paths(kb, [path], progress=False)
+    assert report.documents_removed == 0  # ...but the file was not read completely, so nothing is removed yet
+    assert [(issue.line, "not valid JSON" in issue.reason) for issue in report.errors] == [(2, True)]
+    assert len(kb.document_index()) == 3
+    path.write_text(json.dumps(records[0]) + "\n" + json.dumps(records[2]) + "\n")
+    report = ingest_paths(kb, [path], progress=False)
+    assert report.documents_removed == 1 and report.chunks_removed >= 1
+    assert report.documents_unchanged == 2
+    assert sorted(key.rsplit("#", 1)[1] for key in kb.document_index()) == ["101", "103"]
+
+
+def test_bad_inputs_are_reported_and_the_rest_ingested(tmp_path: Path, kb: KnowledgeBase) -> None:
+    good = tmp_path / "good.md"
+    good.write_text("# Good\n\nA perfectly fine note about glaciers carving valleys.\n")
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    binary = tmp_path / "binary.md"
+    binary.write_bytes(bytes(range(256)) * 4)
+    unknown = tmp_path / "table.xlsx"
+    unknown.write_bytes(b"PK\x03\x04 not really a spreadsheet")
+    lines = tmp_path / "records.jsonl"
+    lines.write_text(json.dumps({"_id": "1", "text": "Valid record on penguins."}) + "\n{oops\n")
+    report = ingest_paths(kb, [good, empty, binary, unknown, lines, tmp_path / "absent.pdf"], progress=False)
+    assert report.documents_added == 2
+    problems = {(Path(issue.file).name, issue.line): issue.reason for issue in report.errors}
+    assert problems[("empty.txt", None)] == "empty file"
+    assert problems[("binary.md", None)].startswith("binary content")
+    assert problems[("table.xlsx", None)].startswith("unsupported file type '.xlsx'")
+    assert problems[("records.jsonl", 2)].startswith("not valid JSON")
+    assert problems[("absent.pdf", None)] == "no such file or directory"
+    assert report.documents_failed == 5 and report.files_failed == 3
+    assert report.succeeded
+
+
+def test_nothing_ingestible_is_not_a_success(tmp_path: Path, kb: KnowledgeBase) -> None:
+    empty = tmp_path / "empty.md"
+    empty.write_text("\n")
+    report = ingest_paths(kb, [empty], progress=False)
+    assert not report.succeeded and report.documents_failed == 1
+
+
+def test_interrupted_ingest_is_finished_by_the_next_run(tmp_path: Path, kb: KnowledgeBase,
+                                                          counting: CountingEmbedder) -> None:
+    records = [{"_id": str(i), "title": f"Note {i}", "text": f"Observation number {i} about river deltas."}
+               for i in range(12)]
+    path = write_beir(tmp_path / "many.jsonl", records)
+    counting.fail_on_call = 2  # the model dies during the second batch
+    broken = ingest_paths(kb, [path], batch_size=4, progress=False)
+    assert broken.aborted is not None and "crashed" in broken.aborted
+    assert broken.documents_added == 4 and not broken.succeeded
+    counting.fail_on_call = None
+    before = counting.texts_embedded
+    finished = ingest_paths(kb, [path], batch_size=4, progress=False)
+    assert finished.aborted is None
+    assert (finished.documents_unchanged, finished.documents_added) == (4, 8)
+    assert counting.texts_embedded - before == finished.chunks_added  # only the missing work was done
+    stats = kb.stats()
+    assert stats.documents == 12 and stats.incomplete_documents == 0
+
+
+def test_progress_callback_and_kb_ingest_wrapper(tmp_path: Path, kb: KnowledgeBase) -> None:
+    path = write_beir(tmp_path / "c.jsonl", beir_records())
+    seen: list[tuple[int, int, int]] = []
+    report = kb.ingest([path], progress=lambda done, total, chunks: seen.append((done, total, chunks)),
+                       batch_size=2)
+    assert report.documents_added == 3
+    assert seen[-1] == (3, 3, report.chunks_added)
+    assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
+
+
+def test_usage_mistakes_fail_fast(kb: KnowledgeBase, tmp_path: Path) -> None:
+    with pytest.raises(FieldMapError):
+        ingest_paths(kb, [tmp_path], field_map=["body"], progress=False)
+    with pytest.raises(ValueError, match="batch_size"):
+        ingest_paths(kb, [tmp_path], batch_size=0, progress=False)
