@@ -162,3 +162,14 @@ async def test_connection_refused_degrades_to_an_extractive_answer() -> None:
     output = await answer(f"http://127.0.0.1:{closed_port()}/v1")
     assert output.final_response.answer_kind == "extractive"
     assert any("connect" in caveat.lower() for caveat in output.final_response.caveats)
+
+
+async def test_a_failing_provider_prints_nothing_to_the_console(
+    served: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # on a failed call crewAI's event bus prints "[CrewAIEventsBus] Warning: ..." straight to the console
+    server, _ = served([error_reply(500, "boom", type_="server_error", code=None)])
+    output = await answer(f"{server.url}/v1")
+    assert output.final_response.answer_kind == "extractive"
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
