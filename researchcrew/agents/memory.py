@@ -93,6 +93,7 @@ class MemoryAgent:
         llm: SupportsACall | None = None,
         preference_policy: PreferencePolicy | None = None,
         step_timeout_s: float = 30.0,
+        max_background: int = 4,
     ) -> None:
         self.store = store
         if extractor is None:
@@ -102,15 +103,23 @@ class MemoryAgent:
         self.preferences = PreferenceLearner(store, preference_policy)
         self.step_timeout_s = step_timeout_s
         self._tasks: set[asyncio.Task[MemoryOutput]] = set()
+        # Background runs beyond this wait their turn: under a burst, a few runs finish in their step budgets
+        # instead of all of them sharing the store and the CPU and timing out together.
+        self._slots = asyncio.Semaphore(max_background)
 
     # ---- the Flow's entry point ----------------------------------------------------------------------------------
     def remember_in_background(self, memory_input: MemoryInput) -> asyncio.Task[MemoryOutput]:
         """Schedule ``run`` and return at once (the answer must not wait for memory). The task never raises;
         its result is the ``MemoryOutput``. Keep no reference if you do not need it: the agent keeps one."""
-        task = asyncio.create_task(self.run(memory_input), name=f"remember:{memory_input.final_response.response_id}")
+        task = asyncio.create_task(self._run_in_slot(memory_input),
+                                   name=f"remember:{memory_input.final_response.response_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
+
+    async def _run_in_slot(self, memory_input: MemoryInput) -> MemoryOutput:
+        async with self._slots:
+            return await self.run(memory_input)
 
     @property
     def pending(self) -> int:

@@ -117,7 +117,7 @@ def forget_write(user_id: str) -> OutboxWrite:
 @dataclass(frozen=True)
 class RetryPolicy:
     base_delay_s: float = 0.5
-    max_delay_s: float = 10.0  # also the longest Zep can be back before the worker notices
+    max_delay_s: float = 5.0  # also the longest Zep can be back before the worker notices (circuit probe)
     permanent_after: int = 3  # failures of a write Zep refuses (4xx) before it is parked
 
     def delay(self, failures: int) -> float:
@@ -184,8 +184,8 @@ class OutboxWorker:
         self._limit = asyncio.Semaphore(concurrency)
         self._circuit = _Circuit(self.policy)
         self._wake = asyncio.Event()
+        self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._stopping = False
         self.delivered = self.parked = self.rescheduled = 0
 
     # ---- enqueue ---------------------------------------------------------------------------------------------
@@ -204,14 +204,13 @@ class OutboxWorker:
     def start(self) -> None:
         """Run in the background until ``stop()``. Idempotent."""
         if self._task is None or self._task.done():
-            self._stopping = False
+            self._stop.clear()
             self._task = asyncio.create_task(self._run(), name="zep-outbox-worker")
 
     async def stop(self, *, timeout_s: float = 5.0) -> None:
         """Stop the background loop; a delivery in flight gets ``timeout_s`` to finish (its row stays leased and
         is retried later otherwise)."""
-        self._stopping = True
-        self._wake.set()
+        self._stop.set()
         task, self._task = self._task, None
         if task is None:
             return
@@ -227,7 +226,7 @@ class OutboxWorker:
         return self._task is not None and not self._task.done()
 
     async def _run(self) -> None:
-        while not self._stopping:
+        while not self._stop.is_set():
             processed = 0
             try:
                 processed = await self.run_once()
@@ -235,17 +234,21 @@ class OutboxWorker:
                 logger.warning("outbox: store unavailable: %s", error)
             except Exception:  # the outermost guard: a bug must not kill delivery for the process lifetime
                 logger.exception("outbox worker cycle failed")
-            if processed == 0 and not self._stopping:
+            if processed == 0 and not self._stop.is_set():
                 await self._pause()
 
     async def _pause(self) -> None:
-        """Sleep until the circuit closes, or until an enqueue (when it is closed) or the poll interval."""
+        """Sleep until the circuit closes, or (when it is closed) until an enqueue or the poll interval; a stop
+        ends either at once. New writes do not shorten an open circuit: Zep is down for them too."""
         circuit_wait = self._circuit.wait_s()
-        if circuit_wait > 0:
-            await asyncio.sleep(min(circuit_wait, self.poll_interval_s))
-            return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), self.poll_interval_s)
+        events = [self._stop] if circuit_wait > 0 else [self._stop, self._wake]
+        waiters = [asyncio.ensure_future(e.wait()) for e in events]
+        try:
+            await asyncio.wait(waiters, timeout=min(circuit_wait or self.poll_interval_s, self.poll_interval_s),
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
 
     async def drain(self, timeout_s: float) -> DrainReport:
         """Deliver until nothing is due before the deadline (or it passes). For tests, the CLI and shutdown.

@@ -235,3 +235,19 @@ def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
         assert all(ceiling / 2 <= d <= ceiling for d in delays)
         assert max(delays) - min(delays) > 0  # jittered, so retrying workers do not move in lockstep
 
+
+
+
+async def test_stopping_is_prompt_even_while_the_circuit_is_open(
+    outbox_store: MemoryStore, zep: ZepMemory, zep_server: LoopbackServer, fake_zep: FakeZep
+) -> None:
+    fake_zep.mode = "down"
+    worker = _worker(outbox_store, zep, policy=RetryPolicy(base_delay_s=5, max_delay_s=5), poll_interval_s=30)
+    worker.start()
+    await _enqueue(worker, 3)
+    assert await asyncio.to_thread(wait_until, lambda: bool(zep_server.requests), 5.0)  # failed: circuit open
+    await asyncio.sleep(0.1)  # the worker is now waiting out the open circuit (2.5–5 s)
+    started = time.monotonic()
+    await worker.stop(timeout_s=5)
+    assert time.monotonic() - started < 1.0 and not worker.running
+    assert (await outbox_store.outbox_counts())["pending"] == 3
