@@ -151,6 +151,8 @@ class _Circuit:
 
 @dataclass(frozen=True)
 class DrainReport:
+    """What one ``drain`` did. ``pending`` is the store's count afterwards, parked rows included."""
+
     delivered: int
     parked: int
     rescheduled: int

@@ -243,3 +243,22 @@ async def test_closing_flushes_then_cancels_what_hangs(store: MemoryStore) -> No
     await agent.aclose(timeout_s=0.2)
 
     assert task.cancelled() and agent.pending == 0
+
+
+async def test_a_burst_of_answers_runs_a_few_at_a_time_so_each_keeps_its_step_budget(store: MemoryStore) -> None:
+    running, peak = 0, 0
+
+    async def tracked_add_exchange(**kwargs: Any) -> Any:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await asyncio.sleep(0.05)
+            return await store.add_exchange(**kwargs)
+        finally:
+            running -= 1
+
+    agent = MemoryAgent(Breaking(store, add_exchange=tracked_add_exchange), max_background=2)  # type: ignore[arg-type]
+    tasks = [agent.remember_in_background(_input("ada", "s1", exchanges.RAG, minutes=i)) for i in range(6)]
+    assert await agent.wait_idle(30)
+    assert peak == 2 and all(t.result().status == "success" for t in tasks)
