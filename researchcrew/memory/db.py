@@ -6,7 +6,8 @@
   writer), foreign keys on, a busy timeout, and *explicit* transactions. The driver's own implicit BEGIN is turned
   off so that we emit it ourselves: plain ``BEGIN`` for reads, ``BEGIN IMMEDIATE`` on the write engine
   (``write_engine(engine)``), so a read-modify-write takes the database write lock up front instead of failing
-  with "database is locked" when another process wrote in between.
+  with "database is locked" when another process wrote in between. History and recall reads go through
+  ``Reader`` instead (a plain pysqlite connection in a worker thread).
 * PostgreSQL (``postgresql+asyncpg://user@host/db``): a pooled asyncpg engine with pre-ping, so a restarted
   server costs one failed checkout rather than a burst of errors.
 
@@ -16,20 +17,26 @@ holding a lock so that several processes opening the same database at once migra
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import sqlalchemy
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, make_url, text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -76,6 +83,55 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Reader:
+    """Runs a synchronous read function ``fn(connection, *args)`` against the store's database.
+
+    SQLite (a file): on a plain pysqlite engine over the same file, in a worker thread, so the whole function
+    costs one thread hop (see memory/exchanges.py for why). PostgreSQL and in-memory SQLite: through the async
+    engine's ``run_sync`` (asyncpg is natively async; an in-memory database exists only on its one connection).
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._sync: Engine | None = None
+        url = engine.url
+        database = url.database or ""
+        if url.get_backend_name() == "sqlite" and database not in ("", ":memory:") and "mode" not in url.query:
+            self._sync = sqlalchemy.create_engine(
+                url.set(drivername="sqlite+pysqlite"),
+                connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+            )
+
+    @property
+    def threaded(self) -> bool:
+        """True when reads run on a plain pysqlite connection in a worker thread (see ``connect_sync``)."""
+        return self._sync is not None
+
+    def connect_sync(self) -> Connection:
+        """A pysqlite connection, for code already running in a worker thread (only when ``threaded``)."""
+        if self._sync is None:
+            raise RuntimeError("this database is read through the async engine; use the Reader itself")
+        return self._sync.connect()
+
+    async def __call__(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        if self._sync is not None:
+
+            def run() -> T:
+                with self.connect_sync() as connection:
+                    return fn(connection, *args, **kwargs)
+
+            return await asyncio.to_thread(run)
+        # Autocommit: these reads need no snapshot across statements, and it saves the BEGIN and ROLLBACK
+        # round trips to the server (asyncpg sends both).
+        async with self._autocommit.connect() as connection:
+            return await connection.run_sync(fn, *args, **kwargs)
+
+    def dispose(self) -> None:
+        if self._sync is not None:
+            self._sync.dispose()
 
 
 def write_engine(engine: AsyncEngine) -> AsyncEngine:

@@ -109,6 +109,22 @@ class ExchangeRow(Base):
     embedding_model: Mapped[str | None] = mapped_column(String(512), default=None)
 
 
+class UserStateRow(Base):
+    """A user's memory version: what the recall cache compares to know whether to re-read (see recall.py).
+
+    ``epoch`` is random and new whenever the row is created (so a user forgotten and seen again is a different
+    epoch); ``generation`` is bumped by every write of an exchange, which updates this row *first*, so one
+    user's writes are serialised and commit in id order. Holds no personal data beyond the user id.
+    """
+
+    __tablename__ = "memory_users"
+
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    epoch: Mapped[str] = mapped_column(String(32))
+    generation: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime]
+
+
 class MessageRow(Base):
     """One side of an exchange (the user's question or the assistant's answer), in conversation order."""
 

@@ -5,18 +5,21 @@ exchange, searched locally with numpy) and Zep (memory/zep.py). Both are strictl
 session when asked) and raise ``MemoryStoreError`` when their backend cannot answer.
 
 Why a cache: recalling over 10,000 exchanges must take ~20 ms, and reading 10,000 embedding blobs from SQL per
-query takes longer than that. So each user's embeddings are loaded once into a float32 matrix and kept; before
-each search one cheap indexed query (``count(*), max(id)`` for the user) tells whether rows were added (only
-those are read: ids are never reused) or removed (the user's matrix is rebuilt). That keeps the cache correct
-when other processes write to the same database. Users are evicted least-recently-used beyond a total budget.
+query takes longer than that. So each user's embeddings are loaded once into a float32 matrix and kept. Before
+each search one primary-key read of the user's version row (``memory_users``: a random epoch, replaced when the
+user is forgotten, and a generation, bumped by every write) tells whether anything changed — O(1), whatever the
+number of exchanges — and only new rows are read (ids only grow, and one user's writes commit in id order
+because they first lock that row). That keeps the cache correct when other processes write to the same
+database. Users are evicted least-recently-used beyond a total budget.
 """
 
 from __future__ import annotations
 
-import asyncio
+import threading
 from collections import OrderedDict
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -62,21 +65,45 @@ def relevance(cosine: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return np.clip(cosine, 0.0, 1.0)
 
 
+def _dot(matrix: Vector, query: Vector) -> Vector:
+    """``matrix @ query`` on one thread. A matrix-vector product is memory-bound: BLAS's worker threads add nothing
+    but a wait for each of them to be scheduled, which on a busy 2-core machine made a 10,000 × 384 product take
+    ~20 ms at the median instead of ~0.6 ms (measured; see benchmarks/memory_recall.py). einsum without
+    ``optimize`` runs numpy's own single-threaded SIMD loop and touches no global BLAS thread setting."""
+    result: Vector = np.einsum("ij,j->i", matrix, np.asarray(query, dtype=np.float32))
+    return result
+
+
 class UserVectors:
     """One user's exchange embeddings: a growable matrix, the row ids and session of each row."""
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
+        # Appends and searches may run in worker threads at once (SQLite recall runs in one); an append can
+        # reallocate the arrays, so both hold this lock. Both are short CPU work; nothing waits on I/O under it.
+        self.lock = threading.Lock()
         self.size = 0
         self.rows_seen = 0  # rows of this user in the database accounted for, including ones without a vector
         self.max_id = 0
+        self.version: tuple[Any, ...] | None = None  # the user's (epoch, generation) these vectors reflect
         self._ids = np.zeros(0, dtype=np.int64)
         self._sessions = np.zeros(0, dtype=np.int32)
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._session_codes: dict[str, int] = {}
 
-    def add_rows(self, rows: Iterable[tuple[int, str, bytes | None]]) -> None:
-        """Append rows (id, session id, embedding blob) read from the database."""
+    @property
+    def state(self) -> CacheState:
+        return CacheState(self.version, self.max_id, self.rows_seen)
+
+    def add_rows(
+        self, rows: Iterable[tuple[int, str, bytes | None]], *, version: tuple[Any, ...] | None = None
+    ) -> None:
+        """Append rows (id, session id, embedding blob) read from the database at ``version``."""
+        with self.lock:
+            self._add_rows(rows, version=version)
+
+    def _add_rows(self, rows: Iterable[tuple[int, str, bytes | None]], *, version: tuple[Any, ...] | None) -> None:
+        self.version = version
         ids: list[int] = []
         sessions: list[int] = []
         vectors: list[Vector] = []
@@ -110,11 +137,17 @@ class UserVectors:
         self, query: Vector, *, session_id: str | None, limit: int, min_relevance: float
     ) -> list[tuple[int, float]]:
         """(row id, relevance) of the best rows, most similar first (newer first on exact ties)."""
+        with self.lock:
+            return self._search(query, session_id=session_id, limit=limit, min_relevance=min_relevance)
+
+    def _search(
+        self, query: Vector, *, session_id: str | None, limit: int, min_relevance: float
+    ) -> list[tuple[int, float]]:
         if limit <= 0 or self.size == 0:
             return []
         ids = self._ids[: self.size]
         if session_id is None:
-            scores = self._matrix[: self.size] @ query
+            scores = _dot(self._matrix[: self.size], query)
         else:
             code = self._session_codes.get(session_id)
             if code is None:
@@ -123,7 +156,7 @@ class UserVectors:
             if rows.size == 0:
                 return []
             ids = ids[rows]
-            scores = self._matrix[rows] @ query
+            scores = _dot(self._matrix[rows], query)
         # Rank by raw cosine (clipping first would tie every unrelated row at 0), newer rows first on exact ties.
         keep = min(limit, scores.size)
         if keep < scores.size:  # O(n): every row at least as similar as the keep-th best (ties at the edge too)
@@ -141,27 +174,44 @@ class UserVectors:
 
 
 class VectorCache:
-    """Per-user ``UserVectors``, least recently used evicted beyond ``max_vectors`` in total."""
+    """Per-user ``UserVectors``, least recently used evicted beyond ``max_vectors`` in total. Thread-safe."""
 
     def __init__(self, max_vectors: int = DEFAULT_CACHE_MAX_VECTORS) -> None:
         self.max_vectors = max_vectors
         self._users: OrderedDict[str, UserVectors] = OrderedDict()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._lock = threading.Lock()
 
-    def lock(self, user_id: str) -> asyncio.Lock:
-        """Serialises refreshes of one user's vectors within this process."""
-        lock = self._locks.get(user_id)
-        if lock is None:
-            lock = self._locks[user_id] = asyncio.Lock()
-        return lock
+    def refresh(
+        self, user_id: str, dimension: int, read_delta: Callable[[CacheState | None], VectorDelta]
+    ) -> UserVectors:
+        """The user's vectors, brought up to date: ``read_delta(what the cache knows)`` reads what is new.
 
-    def get(self, user_id: str) -> UserVectors | None:
-        vectors = self._users.get(user_id)
-        if vectors is not None:
+        The read happens outside any lock. If another caller refreshed the same user meanwhile, its result is
+        kept (and this caller's increment dropped): the next refresh catches up, because the versions tell it to.
+        """
+        with self._lock:
+            cached = self._users.get(user_id)
+            if cached is not None and cached.dimension != dimension:
+                cached = None  # embedded by another model: not comparable
+        known = cached.state if cached is not None else None
+        delta = read_delta(known)
+        if delta.full or cached is None:
+            fresh = UserVectors(dimension)
+            fresh.add_rows(delta.rows, version=delta.version)
+            with self._lock:
+                self._put(user_id, fresh)
+            return fresh
+        with self._lock:
+            current = self._users.get(user_id)
+            if current is not cached:  # replaced (or forgotten) meanwhile
+                return current if current is not None and current.dimension == dimension else cached
             self._users.move_to_end(user_id)
-        return vectors
+        with cached.lock:
+            if cached.state == known:
+                cached._add_rows(delta.rows, version=delta.version)
+        return cached
 
-    def put(self, user_id: str, vectors: UserVectors) -> None:
+    def _put(self, user_id: str, vectors: UserVectors) -> None:
         self._users[user_id] = vectors
         self._users.move_to_end(user_id)
         total = sum(v.size for v in self._users.values())
@@ -169,11 +219,36 @@ class VectorCache:
             _, evicted = self._users.popitem(last=False)
             total -= evicted.size
 
+    def get(self, user_id: str) -> UserVectors | None:
+        with self._lock:
+            return self._users.get(user_id)
+
     def forget(self, user_id: str) -> None:
-        self._users.pop(user_id, None)
+        with self._lock:
+            self._users.pop(user_id, None)
 
     def clear(self) -> None:
-        self._users.clear()
+        with self._lock:
+            self._users.clear()
 
     def __contains__(self, user_id: object) -> bool:
-        return user_id in self._users
+        with self._lock:
+            return user_id in self._users
+
+
+@dataclass(frozen=True)
+class CacheState:
+    """What a user's cached vectors reflect: the user's version and the rows read so far."""
+
+    version: tuple[Any, ...] | None  # (epoch, generation), or None when read without a version row
+    max_id: int
+    rows_seen: int
+
+
+@dataclass(frozen=True)
+class VectorDelta:
+    """What the database holds beyond what a user's cached vectors know."""
+
+    full: bool  # True: rebuild from ``rows``; False: append ``rows`` (possibly none) to the known state
+    rows: list[tuple[int, str, bytes | None]]
+    version: tuple[Any, ...] | None

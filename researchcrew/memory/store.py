@@ -22,14 +22,14 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import and_, delete, func, select
+from sqlalchemy import delete, insert, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import aliased
 
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
-from researchcrew.memory import graph_store, outbox_store
-from researchcrew.memory.db import create_engine, dialect_insert, upgrade, write_engine
+from researchcrew.memory import exchanges, graph_store, outbox_store
+from researchcrew.memory.db import Reader, create_engine, dialect_insert, upgrade, write_engine
 from researchcrew.memory.models import (
     EntityRow,
     ExchangeRow,
@@ -38,8 +38,9 @@ from researchcrew.memory.models import (
     OutboxRow,
     PreferencesRow,
     RelationshipRow,
+    UserStateRow,
 )
-from researchcrew.memory.recall import DEFAULT_CACHE_MAX_VECTORS, UserVectors, VectorCache, encode_vector
+from researchcrew.memory.recall import DEFAULT_CACHE_MAX_VECTORS, Vector, VectorCache, encode_vector
 from researchcrew.memory.records import (
     EntityMention,
     EntityRecord,
@@ -112,7 +113,8 @@ class MemoryStore:
         cache_max_vectors: int = DEFAULT_CACHE_MAX_VECTORS,
     ) -> None:
         self.engine = engine
-        self._read = async_sessionmaker(engine, expire_on_commit=False)
+        self._read = async_sessionmaker(engine, expire_on_commit=False)  # consistent snapshot across statements
+        self._reader = Reader(engine)  # history and recall reads: one thread hop on SQLite (see exchanges.py)
         self._write = async_sessionmaker(write_engine(engine), expire_on_commit=False)
         self._embedder = embedder
         self._embedding_settings = embedding_settings
@@ -154,6 +156,11 @@ class MemoryStore:
 
     async def close(self) -> None:
         self.vectors.clear()
+        await self.dispose_connections()
+
+    async def dispose_connections(self) -> None:
+        """Close every pooled connection; the next operation connects afresh (after a fork, a server restart)."""
+        self._reader.dispose()
         await self.engine.dispose()
 
     async def __aenter__(self) -> MemoryStore:
@@ -216,50 +223,70 @@ class MemoryStore:
         blob, model_name = await self._embed_exchange(query.text, response.answer)
         now = _utcnow()
         async with self._writing() as session:
-            insert = dialect_insert(self.backend, ExchangeRow).values(
-                response_id=response.response_id,
-                user_id=user_id,
-                session_id=session_id,
-                query_id=query.query_id,
-                asked_at=query.asked_at,
-                answered_at=response.created_at,
-                stored_at=now,
-                sources_used=[r.source_type for r in response.source_reports if r.status == "success"],
-                source_reports=[r.model_dump(mode="json") for r in response.source_reports],
-                citations=[c.model_dump(mode="json") for c in response.citations],
-                context=context,
-                confidence=response.confidence,
-                answer_kind=response.answer_kind,
-                embedding=blob,
-                embedding_model=model_name,
+            # First bump the user's version: it locks the user's row, so this user's writes commit in id order
+            # (what the recall cache relies on; see recall.py).
+            await session.execute(
+                dialect_insert(self.backend, UserStateRow)
+                .values(user_id=user_id, epoch=uuid.uuid4().hex, generation=1, updated_at=now)
+                .on_conflict_do_update(
+                    index_elements=["user_id"],
+                    set_={"generation": UserStateRow.generation + 1, "updated_at": now},
+                )
             )
+            values: dict[str, Any] = {
+                "response_id": response.response_id,
+                "user_id": user_id,
+                "session_id": session_id,
+                "query_id": query.query_id,
+                "asked_at": query.asked_at,
+                "answered_at": response.created_at,
+                "stored_at": now,
+                "sources_used": [r.source_type for r in response.source_reports if r.status == "success"],
+                "source_reports": [r.model_dump(mode="json") for r in response.source_reports],
+                "citations": [c.model_dump(mode="json") for c in response.citations],
+                "context": context,
+                "confidence": response.confidence,
+                "answer_kind": response.answer_kind,
+            }
+            add = dialect_insert(self.backend, ExchangeRow).values(**values, embedding=blob, embedding_model=model_name)
             exchange_id = (
                 await session.execute(
-                    insert.on_conflict_do_nothing(index_elements=["response_id"]).returning(ExchangeRow.id)
+                    add.on_conflict_do_nothing(index_elements=["response_id"]).returning(ExchangeRow.id)
                 )
             ).scalar_one_or_none()
             if exchange_id is not None:
-                for role, content, created_at in (
-                    ("user", query.text, query.asked_at),
-                    ("assistant", response.answer, response.created_at),
-                ):
-                    session.add(
-                        MessageRow(
-                            message_id=message_id(response.response_id, role),
-                            exchange_id=exchange_id,
-                            user_id=user_id,
-                            session_id=session_id,
-                            role=role,
-                            content=content,
-                            created_at=created_at,
-                        )
-                    )
-        stored = await self._exchange(response.response_id)
-        if stored is None:  # pragma: no cover - only if someone deleted it between our commit and this read
-            raise MemoryStoreError(f"exchange {response.response_id} vanished right after it was stored")
-        stored = self._owned(stored, user_id)
-        stored.created = exchange_id is not None
-        return stored
+                messages = {
+                    "user": (query.text, query.asked_at),
+                    "assistant": (response.answer, response.created_at),
+                }
+                await session.execute(
+                    insert(MessageRow),
+                    [
+                        {
+                            "message_id": message_id(response.response_id, role),
+                            "exchange_id": exchange_id,
+                            "user_id": user_id,
+                            "session_id": session_id,
+                            "role": role,
+                            "content": content,
+                            "created_at": created_at,
+                        }
+                        for role, (content, created_at) in messages.items()
+                    ],
+                )
+        if exchange_id is None:  # stored meanwhile by a concurrent call: return what is stored
+            stored = await self._exchange(response.response_id)
+            if stored is None:  # pragma: no cover - only if it was deleted between our insert and this read
+                raise MemoryStoreError(f"exchange {response.response_id} vanished right after it was stored")
+            return self._owned(stored, user_id)
+        return ExchangeRecord(
+            **values,
+            question=query.text,
+            answer=response.answer,
+            user_message_id=message_id(response.response_id, "user"),
+            assistant_message_id=message_id(response.response_id, "assistant"),
+            created=True,
+        )
 
     @staticmethod
     def _owned(record: ExchangeRecord, user_id: str) -> ExchangeRecord:
@@ -277,52 +304,13 @@ class MemoryStore:
             return None, None
         return encode_vector(vectors[0]), getattr(embedder, "model_name", type(embedder).__name__)
 
-    def _exchange_query(self) -> Any:
-        user_msg, assistant_msg = aliased(MessageRow), aliased(MessageRow)
-        return (
-            select(ExchangeRow, user_msg, assistant_msg)
-            .join(user_msg, and_(user_msg.exchange_id == ExchangeRow.id, user_msg.role == "user"))
-            .join(assistant_msg, and_(assistant_msg.exchange_id == ExchangeRow.id, assistant_msg.role == "assistant"))
-        )
-
-    @staticmethod
-    def _record(row: ExchangeRow, user_msg: MessageRow, assistant_msg: MessageRow) -> ExchangeRecord:
-        return ExchangeRecord(
-            response_id=row.response_id,
-            user_id=row.user_id,
-            session_id=row.session_id,
-            query_id=row.query_id,
-            question=user_msg.content,
-            answer=assistant_msg.content,
-            asked_at=row.asked_at,
-            answered_at=row.answered_at,
-            stored_at=row.stored_at,
-            user_message_id=user_msg.message_id,
-            assistant_message_id=assistant_msg.message_id,
-            sources_used=row.sources_used,
-            source_reports=row.source_reports,
-            citations=row.citations,
-            confidence=row.confidence,
-            answer_kind=row.answer_kind,
-            context=row.context,
-        )
-
     async def _exchange(self, response_id: str) -> ExchangeRecord | None:
-        async with self._read() as session:
-            stmt = self._exchange_query().where(ExchangeRow.response_id == response_id)
-            found = (await session.execute(stmt)).first()
-        return self._record(*found) if found else None
+        return await self._reader(exchanges.by_response_id, response_id)
 
     @_guarded("history")
     async def history(self, *, user_id: str, session_id: str | None, limit: int = 20) -> list[ExchangeRecord]:
         """The latest ``limit`` exchanges of the session (of all the user's sessions when None), oldest first."""
-        stmt = self._exchange_query().where(ExchangeRow.user_id == user_id)
-        if session_id is not None:
-            stmt = stmt.where(ExchangeRow.session_id == session_id)
-        stmt = stmt.order_by(ExchangeRow.asked_at.desc(), ExchangeRow.id.desc()).limit(limit)
-        async with self._read() as session:
-            rows = (await session.execute(stmt)).all()
-        return [self._record(*row) for row in reversed(rows)]
+        return await self._reader(exchanges.latest, user_id, session_id, limit)
 
     # ---- recall --------------------------------------------------------------------------------------------
     @_guarded("recall")
@@ -335,25 +323,21 @@ class MemoryStore:
         limit: int = 3,
         min_relevance: float = 0.0,
     ) -> list[RecalledExchange]:
-        """Semantic recall over the user's exchanges (``MemoryRecall``). The query is embedded in a thread while
-        the user's vectors are checked for freshness; the search itself is one matrix-vector product."""
+        """Semantic recall over the user's exchanges (``MemoryRecall``): embed the query, bring the user's cached
+        vectors up to date (one indexed count, plus any new rows), one matrix-vector product, read the hits."""
         if limit <= 0 or not query_text.strip():
             return []
         try:
             embedder = await self._get_embedder()
         except ModelUnavailableError as error:
             raise MemoryStoreError(f"recall needs the embedding model: {error}") from error
-        query_vector, vectors = await asyncio.gather(
-            asyncio.to_thread(embedder.embed_query, query_text), self._fresh_vectors(user_id, embedder.dimension)
-        )
-        hits = vectors.search(query_vector, session_id=session_id, limit=limit, min_relevance=min_relevance)
-        if not hits:
-            return []
-        async with self._read() as session:
-            stmt = self._exchange_query().where(
-                ExchangeRow.id.in_([row_id for row_id, _ in hits]), ExchangeRow.user_id == user_id
+        if self._reader.threaded:  # SQLite: embedding, reads and search in one worker-thread hop
+            found = await asyncio.to_thread(
+                self._recall_in_thread, embedder, query_text, user_id, session_id, limit, min_relevance
             )
-            by_id = {row.id: self._record(row, u, a) for row, u, a in (await session.execute(stmt)).all()}
+        else:
+            query_vector = await asyncio.to_thread(embedder.embed_query, query_text)
+            found = await self._reader(self._recall_on, user_id, query_vector, session_id, limit, min_relevance)
         return [
             RecalledExchange(
                 response_id=record.response_id,
@@ -367,43 +351,37 @@ class MemoryStore:
                 citations=record.citations,
                 sources_used=record.sources_used,
             )
-            for row_id, score in hits
-            if (record := by_id.get(row_id)) is not None  # deleted between search and fetch: skip it
+            for record, score in found
         ]
 
-    async def _fresh_vectors(self, user_id: str, dimension: int) -> UserVectors:
-        """The user's cached vectors, brought up to date with the database (see recall.py)."""
-        async with self.vectors.lock(user_id), self._read() as session:
-            count, max_id = (
-                await session.execute(
-                    select(func.count(), func.coalesce(func.max(ExchangeRow.id), 0)).where(
-                        ExchangeRow.user_id == user_id
-                    )
-                )
-            ).one()
-            cached = self.vectors.get(user_id)
-            if cached is not None and cached.dimension == dimension:
-                if cached.rows_seen == count and cached.max_id == max_id:
-                    return cached
-                if max_id > cached.max_id:
-                    cached.add_rows(await self._vector_rows(session, user_id, after_id=cached.max_id))
-                    if cached.rows_seen == count:
-                        return cached
-            fresh = UserVectors(dimension)  # first use, or rows were removed / committed out of id order
-            fresh.add_rows(await self._vector_rows(session, user_id, after_id=0))
-            self.vectors.put(user_id, fresh)
-            return fresh
+    def _recall_in_thread(
+        self, embedder: Embedder, query_text: str, user_id: str, session_id: str | None, limit: int, floor: float
+    ) -> list[tuple[ExchangeRecord, float]]:
+        query_vector = embedder.embed_query(query_text)
+        with self._reader.connect_sync() as connection:
+            return self._recall_on(connection, user_id, query_vector, session_id, limit, floor)
 
-    @staticmethod
-    async def _vector_rows(
-        session: AsyncSession, user_id: str, *, after_id: int
-    ) -> list[tuple[int, str, bytes | None]]:
-        stmt = (
-            select(ExchangeRow.id, ExchangeRow.session_id, ExchangeRow.embedding)
-            .where(ExchangeRow.user_id == user_id, ExchangeRow.id > after_id)
-            .order_by(ExchangeRow.id)
+    def _recall_on(
+        self,
+        connection: Connection,
+        user_id: str,
+        query_vector: Vector,
+        session_id: str | None,
+        limit: int,
+        floor: float,
+    ) -> list[tuple[ExchangeRecord, float]]:
+        """Refresh the user's cached vectors, search them, read the hits: (record, relevance), best first."""
+        vectors = self.vectors.refresh(
+            user_id,
+            len(query_vector),
+            lambda known: exchanges.vector_delta(connection, user_id, known),
         )
-        return [(row_id, session_id, blob) for row_id, session_id, blob in (await session.execute(stmt)).all()]
+        hits = vectors.search(query_vector, session_id=session_id, limit=limit, min_relevance=floor)
+        if not hits:
+            return []
+        by_id = exchanges.by_ids(connection, user_id, [row_id for row_id, _ in hits])
+        # A row deleted between the search and the read (a concurrent forget) is skipped.
+        return [(by_id[row_id], score) for row_id, score in hits if row_id in by_id]
 
     # ---- entity graph --------------------------------------------------------------------------------------
     @_guarded("record_entities")
@@ -522,9 +500,9 @@ class MemoryStore:
     async def export_user(self, *, user_id: str) -> dict[str, Any]:
         """Everything stored about the user, JSON-able (embeddings left out: they are derived from the text)."""
         async with self._read() as session:
-            stmt = self._exchange_query().where(ExchangeRow.user_id == user_id)
+            stmt = exchanges.exchange_select().where(ExchangeRow.user_id == user_id)
             stmt = stmt.order_by(ExchangeRow.asked_at, ExchangeRow.id)
-            exchanges = [self._record(*row) for row in (await session.execute(stmt)).all()]
+            history = [exchanges.record(row) for row in (await session.execute(stmt)).all()]
             entities = await graph_store.entities(session, user_id=user_id, query_text=None, limit=1_000_000)
             mentions = await graph_store.mentions(session, user_id=user_id)
             relations = await graph_store.relationships(session, user_id=user_id, entity_name=None)
@@ -536,7 +514,7 @@ class MemoryStore:
         return {
             "user_id": user_id,
             "exported_at": _utcnow().isoformat(),
-            "exchanges": [e.model_dump(mode="json") for e in exchanges],
+            "exchanges": [e.model_dump(mode="json") for e in history],
             "entities": [e.model_dump(mode="json") for e in entities],
             "entity_mentions": [m.model_dump(mode="json") for m in mentions],
             "relationships": [r.model_dump(mode="json") for r in relations],
@@ -565,6 +543,9 @@ class MemoryStore:
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))
                 counts[name] = int(result.rowcount)  # type: ignore[attr-defined]
+            # Bookkeeping, not the user's data (not counted): its removal tells other processes' caches to drop
+            # the user (a user seen again gets a new epoch).
+            await session.execute(delete(UserStateRow).where(UserStateRow.user_id == user_id))
             now = _utcnow()
             for write in then_enqueue:
                 await outbox_store.enqueue(session, user_id=user_id, write=write, now=now)

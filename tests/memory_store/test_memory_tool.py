@@ -73,7 +73,7 @@ async def test_a_store_that_went_away_is_reported_unreachable(database: Database
     await add(store, "ada", "s1", "What is SciFact?", SCIFACT)
     tool = MemoryTool(store)
     assert (await tool.search("SciFact", user_id="ada")).ok
-    await store.engine.dispose()  # drop pooled connections, as a restarted server or a lost file would
+    await store.dispose_connections()  # as a restarted server or a lost file would
     await database.make_unreachable()
 
     result = await tool.search("SciFact", user_id="ada", timeout=10)

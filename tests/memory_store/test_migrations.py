@@ -27,7 +27,15 @@ def _differences(connection: Connection) -> list[object]:
 async def test_the_models_match_the_head_revision(store: MemoryStore) -> None:
     async with store.engine.connect() as connection:
         assert await connection.run_sync(_differences) == []
-    assert await db.current_revision(store.engine) == db.head_revision() == "0002"
+    assert await db.current_revision(store.engine) == db.head_revision() == "0003"
+
+
+async def _version(store: MemoryStore, user_id: str) -> int | None:
+    async with store.engine.connect() as connection:
+        result = await connection.execute(
+            text("SELECT generation FROM memory_users WHERE user_id = :u"), {"u": user_id}
+        )
+        return result.scalar_one_or_none()
 
 
 async def _create_at_first_revision(database: Database, embedder: Embedder) -> None:
@@ -74,10 +82,14 @@ async def test_opening_an_old_database_upgrades_it_and_keeps_the_data(database: 
         assert kept.asked_at == datetime(2024, 11, 2, 8, 30, tzinfo=UTC)
         [recalled] = await store.recall(user_id="ada", query_text="claim verification datasets")
         assert recalled.response_id == "old-r1" and recalled.relevance > 0.5
+        assert await _version(store, "ada") == 1  # backfilled by 0003: one exchange so far
         # The tables the upgrade added work next to the old data.
         assert await store.enqueue_outbox(user_id="ada", kind="k", payload={}, idempotency_key="after-upgrade")
         await add(store, "ada", "s1", "What is FEVER?", "A fact verification dataset.", minutes=1)
         assert len(await store.history(user_id="ada", session_id="s1")) == 2
+        assert await _version(store, "ada") == 2
+        [fever] = await store.recall(user_id="ada", query_text="FEVER fact verification", limit=1)
+        assert fever.question == "What is FEVER?"
     finally:
         await store.close()
 

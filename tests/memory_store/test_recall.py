@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from sqlalchemy import text
 
 from researchcrew.knowledge.embedding import Embedder
 from researchcrew.memory.recall import MemoryRecall, UserVectors, encode_vector
@@ -102,6 +103,28 @@ async def test_recall_sees_writes_and_deletes_made_through_another_store(
         assert await store.recall(user_id="ada", query_text="claim verification dataset", limit=5) == []
         replaced = await add(other, "ada", "s1", "Which methods predict protein structure?", "AlphaFold2.")
         assert [r.response_id for r in await store.recall(user_id="ada", query_text="protein", limit=5)] == [replaced]
+    finally:
+        await other.close()
+
+
+async def test_recall_without_a_version_row_falls_back_to_counting(
+    database: Database, store: MemoryStore, embedder: Embedder
+) -> None:
+    """Exchanges written without the user's version row (by hand, by older code) are still recalled, and
+    changes to them are still seen."""
+    first = await add(store, "ada", "s1", "What is SciFact?", RESEARCH_HISTORY[0][1])
+    async with store.engine.begin() as connection:
+        await connection.execute(text("DELETE FROM memory_users"))
+    assert [r.response_id for r in await store.recall(user_id="ada", query_text="claim verification")] == [first]
+
+    other = await MemoryStore.open(database.url, embedder=embedder)
+    try:
+        second = await add(other, "ada", "s1", "Which methods predict protein structure?", RESEARCH_HISTORY[2][1])
+        async with other.engine.begin() as connection:
+            await connection.execute(text("DELETE FROM memory_users"))
+        assert [r.response_id for r in await store.recall(user_id="ada", query_text="protein folding", limit=1)] == [
+            second
+        ]
     finally:
         await other.close()
 
