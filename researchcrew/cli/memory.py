@@ -1,7 +1,10 @@
 """`researchcrew memory export|forget --user U`: a user's memory as JSON, or deleted entirely.
 
 Both work on the built-in memory store the settings point at (``RESEARCHCREW_MEMORY__DATABASE_URL``; by default
-``memory.db`` in the data directory). ``forget`` asks before deleting unless ``--yes`` is given.
+``memory.db`` in the data directory). ``forget`` asks before deleting unless ``--yes`` is given. With the Zep
+backend (``RESEARCHCREW_MEMORY__BACKEND=zep``) it also deletes the user in Zep: the deletion is queued in the
+outbox in the same transaction as the local delete, then delivered at once when Zep answers; otherwise it stays
+queued and the next researchcrew process that reaches Zep delivers it.
 """
 
 from __future__ import annotations
@@ -18,15 +21,16 @@ from researchcrew.cli._common import echo_json, load_settings
 
 if TYPE_CHECKING:
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.settings import Settings
 
 T = TypeVar("T")
 
 _USER_OPTION = click.option("--user", "user_id", required=True, metavar="USER_ID", help="The user whose memory it is.")
 
 
-def _with_store(action: Callable[[MemoryStore], Awaitable[T]]) -> T:
+def _with_store(action: Callable[[MemoryStore], Awaitable[T]], settings: Settings | None = None) -> T:
     """Open the configured store, run ``action``, close it; a store problem ends in one clear line."""
-    settings = load_settings()
+    settings = settings or load_settings()
     from researchcrew.errors import MemoryStoreError
     from researchcrew.memory.store import MemoryStore
 
@@ -73,12 +77,50 @@ def forget(user_id: str, yes: bool, as_json: bool) -> None:
     """Delete everything stored about a user. This cannot be undone."""
     if not yes:
         click.confirm(f"Delete all memory of user {user_id!r}? This cannot be undone.", abort=True)
-    counts: dict[str, int] = _with_store(lambda store: store.forget_user(user_id=user_id))
+    settings = load_settings()
+    with_zep = settings.memory.backend == "zep"
+
+    async def forget_everywhere(store: MemoryStore) -> tuple[dict[str, int], str | None]:
+        if not with_zep:
+            return await store.forget_user(user_id=user_id), None
+        from researchcrew.memory.outbox import forget_write
+
+        counts = await store.forget_user(user_id=user_id, then_enqueue=[forget_write(user_id)])
+        return counts, await _delete_in_zep(store, settings, user_id)
+
+    counts, zep_outcome = _with_store(forget_everywhere, settings)
     if as_json:
-        echo_json({"user_id": user_id, "deleted": counts})
+        echo_json({"user_id": user_id, "deleted": counts, "zep": zep_outcome})
         return
     if not any(counts.values()):
         click.echo(f"Nothing stored for user {user_id}.")
-        return
-    detail = ", ".join(f"{count} {table.replace('_', ' ')}" for table, count in counts.items() if count)
-    click.echo(f"Forgot user {user_id}: deleted {detail}.")
+    else:
+        detail = ", ".join(f"{count} {table.replace('_', ' ')}" for table, count in counts.items() if count)
+        click.echo(f"Forgot user {user_id}: deleted {detail}.")
+    if zep_outcome == "deleted":
+        click.echo("Deleted in Zep as well.")
+    elif zep_outcome is not None:
+        click.echo(
+            f"The deletion in Zep is queued ({zep_outcome}); the next researchcrew process that reaches Zep "
+            "delivers it."
+        )
+
+
+async def _delete_in_zep(store: MemoryStore, settings: Settings, user_id: str) -> str:
+    """Deliver the queued Zep deletion now: "deleted", or why it is still queued."""
+    from researchcrew.memory.outbox import ZEP_DELETE_USER, OutboxWorker
+    from researchcrew.memory.zep import ZepError, ZepMemory
+
+    try:
+        zep = ZepMemory(settings.zep)
+    except ZepError as error:
+        return error.message
+    try:
+        await OutboxWorker(store, zep).drain(timeout_s=2 * settings.zep.timeout_s)
+    finally:
+        await zep.aclose()
+    queued = [item for item in (await store.export_user(user_id=user_id))["outbox"] if item["kind"] == ZEP_DELETE_USER]
+    if queued and all(item["delivered_at"] for item in queued):
+        return "deleted"
+    errors = [item["last_error"] for item in queued if item["last_error"]]
+    return f"Zep: {errors[-1]}" if errors else "Zep did not answer in time"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,8 @@ from researchcrew.cli import cli
 from researchcrew.knowledge.embedding import Embedder
 from researchcrew.memory.records import EntityMention
 from researchcrew.memory.store import MemoryStore
-from tests.loopback.server import closed_port
+from tests.loopback.server import LoopbackServer, closed_port
+from tests.loopback.zep import FakeZep
 from tests.memory_store.conftest import Database, add
 
 
@@ -99,3 +101,41 @@ def test_default_store_is_memory_db_in_the_data_directory() -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["exchanges"] == []
     assert (Path(os.environ["RESEARCHCREW_DATA_DIR"]) / "memory.db").is_file()
+
+
+@pytest.fixture
+def with_zep(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    def point_at(url: str) -> None:
+        monkeypatch.setenv("RESEARCHCREW_MEMORY__BACKEND", "zep")
+        monkeypatch.setenv("ZEP_API_URL", url)
+        monkeypatch.setenv("ZEP_API_KEY", "test-key")
+        monkeypatch.setenv("RESEARCHCREW_ZEP__TIMEOUT_S", "1")
+
+    return point_at
+
+
+def test_forget_with_zep_deletes_the_user_there_too(seeded: Database, with_zep: Callable[[str], None]) -> None:
+    zep = FakeZep(api_key="test-key")
+    zep.users["ada"] = {"user_id": "ada"}
+    zep.users["bob"] = {"user_id": "bob"}
+    with LoopbackServer(zep.route) as server:
+        with_zep(server.url)
+        result = CliRunner().invoke(cli, ["memory", "forget", "--user", "ada", "--yes"])
+
+    assert result.exit_code == 0, result.output
+    assert "Forgot user ada" in result.stdout and "Deleted in Zep as well." in result.stdout
+    assert set(zep.users) == {"bob"}
+    assert [(item["kind"], bool(item["delivered_at"])) for item in _export("ada")["outbox"]] == [  # type: ignore[union-attr]
+        ("zep.delete_user", True)
+    ]
+
+
+def test_forget_with_zep_down_keeps_the_deletion_queued(seeded: Database, with_zep: Callable[[str], None]) -> None:
+    with_zep(f"http://127.0.0.1:{closed_port()}")
+    result = CliRunner().invoke(cli, ["memory", "forget", "--user", "ada", "--yes", "--json"])
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["deleted"]["exchanges"] == 1 and report["zep"] != "deleted"
+    [queued] = _export("ada")["outbox"]  # type: ignore[misc]
+    assert queued["kind"] == "zep.delete_user" and queued["delivered_at"] is None and queued["last_error"]
