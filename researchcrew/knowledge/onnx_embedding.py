@@ -11,9 +11,10 @@ ourselves:
 2. **Optionally quantise** the matrix multiplications to int8, per output channel (dynamic quantisation). On this
    CPU (AVX-512 VNNI) that roughly halves encoding time; per-channel scales keep the vectors within cosine ≥ 0.99 of
    the float model (per-tensor quantisation, the library default, does not: ~0.93 mean on SciFact abstracts).
-3. **Encode** with the ``tokenizers`` package (the model's own ``tokenizer.json``, Rust, batched), texts sorted by
-   length so that a batch carries little padding, then mean pooling and L2 normalisation in numpy, exactly what the
-   model's sentence-transformers modules (``1_Pooling``, ``2_Normalize``) do.
+3. **Encode** with the ``tokenizers`` package (the model's own ``tokenizer.json``, Rust, batched), then mean pooling
+   and L2 normalisation in numpy, exactly what the model's sentence-transformers modules (``1_Pooling``,
+   ``2_Normalize``) do. The float model runs length-sorted batches (little padding); the int8 model runs one text
+   per call, because its activation scales are computed per call and would otherwise mix neighbouring texts.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ class ModelLayout:
 
 def inspect_model(directory: Path) -> ModelLayout:
     """Read the model's module list; refuse layouts the numpy pooling does not reproduce (e.g. Dense layers)."""
+    try:
+        return _inspect_model(directory)
+    except (OSError, ValueError, KeyError) as error:  # missing/garbled config files (JSONDecodeError is a ValueError)
+        raise ModelUnavailableError(f"cannot read the model configuration in {directory}: {error}") from error
+
+
+def _inspect_model(directory: Path) -> ModelLayout:
     if not directory.is_dir():
         raise ModelUnavailableError(f"the ONNX backend needs a local model directory, got {str(directory)!r}")
     if not (directory / "tokenizer.json").is_file():
@@ -104,9 +112,12 @@ def export_model(layout: ModelLayout, cache_dir: Path, *, quantize: bool) -> Pat
     model_file = target / "model.onnx"
     if model_file.is_file():
         return model_file
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    (cache_dir / "onnx").mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache_dir / "onnx"))
+    try:
+        (cache_dir / "onnx").mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=cache_dir / "onnx"))
+    except OSError as error:
+        message = f"cannot export to ONNX: cache directory {cache_dir} is not usable ({error})"
+        raise ModelUnavailableError(message) from error
     try:
         logger.info("exporting %s to ONNX (%s), once; cached in %s", layout.directory.name, variant, target)
         float_file = work / ("float.onnx" if quantize else "model.onnx")
@@ -262,8 +273,12 @@ class OnnxEmbedder:
         lengths = np.fromiter((len(encoding.ids) for encoding in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
-        for start in range(0, len(order), self._batch_size):
-            members = order[start : start + self._batch_size]
+        # The int8 model quantises activations per tensor, i.e. per call: in a batch, one text's vector would
+        # depend on its neighbours (and on padding). One text per call keeps every vector a function of its text
+        # alone, and costs nothing measurable on CPU (sequences of ~100-256 pieces keep both cores busy).
+        step = 1 if self.quantized else self._batch_size
+        for start in range(0, len(order), step):
+            members = order[start : start + step]
             width = int(lengths[members].max())
             input_ids = np.zeros((len(members), width), dtype=np.int64)
             attention = np.zeros((len(members), width), dtype=np.int64)
