@@ -8,29 +8,47 @@ Each recalled exchange becomes one chunk, ``memory:<response_id>``: the earlier 
 (whitespace collapsed, the earlier [n] markers removed — they pointed at that answer's sources, not this one's,
 and are listed in ``metadata["earlier_citations"]`` instead).
 
+With ``include_entities=True`` and a backend that keeps an entity graph (the built-in store), one more chunk,
+``memory:entities:<hash>``, lists the known entities the question names and what they were related to. Its
+relevance is a prior, not a similarity: 0.7 when the question names an entity, 0.4 when it only shares a word.
+
 Failures are data: a store that cannot be reached is ``unreachable``, a missing embedding model
 ``not_configured``; a backend that raises ``ToolError`` itself (Zep) keeps its own kind.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import FailureKind, MemoryStoreError, ModelUnavailableError, ToolError
 from researchcrew.memory.recall import MemoryRecall
-from researchcrew.memory.records import RecalledExchange
+from researchcrew.memory.records import EntityRecord, RecalledExchange, RelationshipRecord
 from researchcrew.settings import MemorySettings
 from researchcrew.tools.base import Tool
 
 logger = logging.getLogger(__name__)
 
 MAX_RESULTS = 50
+MAX_ENTITIES = 5
+MAX_LINKS = 4
+
+
+@runtime_checkable
+class EntityMemory(Protocol):
+    """A memory backend that also keeps an entity graph (``MemoryStore`` does)."""
+
+    async def entities(self, *, user_id: str, query_text: str | None = None, limit: int = 20) -> list[EntityRecord]:
+        ...
+
+    async def relationships(self, *, user_id: str, entity_name: str | None = None) -> list[RelationshipRecord]:
+        ...
 _MARKER = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _CONNECTION_ERRORS = (OperationalError, InterfaceError, OSError)
 
@@ -71,7 +89,8 @@ class MemoryTool(Tool):
     name: ClassVar[str] = "memory_recall"
     description: ClassVar[str] = (
         "Recall what this user asked and was answered before, relevant to the query. Options: num_results (1-50), "
-        "scope ('user': all their sessions, 'session': this conversation only), min_relevance (0-1)."
+        "scope ('user': all their sessions, 'session': this conversation only), min_relevance (0-1), "
+        "include_entities (also list known entities the query names)."
     )
     source_type: ClassVar[str] = "memory"
 
@@ -92,6 +111,7 @@ class MemoryTool(Tool):
         num_results: int = 3,
         scope: Literal["user", "session"] = "user",
         min_relevance: float | None = None,
+        include_entities: bool = False,
     ) -> Sequence[ContextChunk]:
         if not user_id or not user_id.strip():
             raise ToolError("invalid_request", "memory recall needs a user_id: recall never guesses whose memory")
@@ -112,6 +132,7 @@ class MemoryTool(Tool):
                 limit=num_results,
                 min_relevance=threshold,
             )
+            entity_chunk = await self._entity_chunk(query, user_id) if include_entities else None
         except ToolError:
             raise  # a backend that knows its failure kind (Zep) reports it itself
         except (MemoryStoreError, *_CONNECTION_ERRORS) as error:
@@ -121,7 +142,35 @@ class MemoryTool(Tool):
         foreign = [item for item in recalled if item.user_id != user_id]
         if foreign:  # defence in depth: a backend bug must not leak another user's memory into this answer
             logger.error("memory recall for user %s returned %d items of other users; dropped", user_id, len(foreign))
-        return [self._chunk(item, session_id=session_id) for item in recalled if item.user_id == user_id]
+        chunks = [self._chunk(item, session_id=session_id) for item in recalled if item.user_id == user_id]
+        return [*chunks, entity_chunk] if entity_chunk is not None else chunks
+
+    async def _entity_chunk(self, query: str, user_id: str) -> ContextChunk | None:
+        graph = self.recall
+        if not isinstance(graph, EntityMemory):
+            return None
+        named = await graph.entities(user_id=user_id, query_text=query, limit=MAX_ENTITIES)
+        if not named:
+            return None
+        folded = query.casefold()
+        lines = ["Entities from this user's earlier conversations that the question refers to:"]
+        for entity in named:
+            links = (await graph.relationships(user_id=user_id, entity_name=entity.name))[:MAX_LINKS]
+            related = ", ".join(f"{link.target} ({link.relation.replace('_', ' ')})" for link in links)
+            lines.append(
+                f"- {entity.name} ({entity.type}; mentioned in {entity.mention_count} earlier answers"
+                + (f"; related to {related})" if related else ")")
+            )
+        names = sorted(entity.name for entity in named)
+        return ContextChunk(
+            chunk_id=f"memory:entities:{hashlib.blake2b('|'.join(names).encode(), digest_size=8).hexdigest()}",
+            source_type=self.source_type,
+            content="\n".join(lines),
+            semantic_relevance=0.7 if any(entity.name.casefold() in folded for entity in named) else 0.4,
+            title="Entities discussed before",
+            metadata={"entities": names, "origin": "entity_graph"},
+            tool_name=self.name,
+        )
 
     def _chunk(self, item: RecalledExchange, *, session_id: str | None) -> ContextChunk:
         question = compact(item.question, 500)

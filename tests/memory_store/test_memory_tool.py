@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from researchcrew.errors import ToolError
-from researchcrew.memory.records import RecalledExchange
+from researchcrew.memory.records import EntityMention, EntityRelation, RecalledExchange
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import EmbeddingSettings, MemorySettings
 from researchcrew.tools.memory_recall import MemoryTool, compact
@@ -133,3 +133,27 @@ async def test_without_an_embedding_model_history_is_kept_and_recall_is_not_conf
 
     assert result.failure is not None and result.failure.kind == "not_configured", result.failure
     assert "embedding model" in result.failure.message
+
+
+async def test_include_entities_adds_what_the_graph_knows_about_the_named_entities(store: MemoryStore) -> None:
+    response_id = await add(store, "ada", "s1", "What is SciFact?", SCIFACT)
+    await store.record_entities(
+        user_id="ada", response_id=response_id,
+        mentions=[EntityMention(name="SciFact", type="dataset"), EntityMention(name="VeriSci", type="model")],
+    )
+    await store.record_relationships(
+        user_id="ada", relations=[EntityRelation(source="VeriSci", target="SciFact", relation="evaluated_on")]
+    )
+    tool = MemoryTool(store)
+
+    with_graph = await tool.search("How well do models do on SciFact?", user_id="ada", include_entities=True)
+    without = await tool.search("How well do models do on SciFact?", user_id="ada")
+    unrelated = await tool.search("weather in Paris", user_id="ada", include_entities=True, min_relevance=0.0)
+
+    *exchanges, entities = with_graph.chunks
+    assert [c.chunk_id for c in exchanges] == [c.chunk_id for c in without.chunks] == [f"memory:{response_id}"]
+    assert entities.chunk_id.startswith("memory:entities:") and entities.semantic_relevance == 0.7
+    assert "- SciFact (dataset; mentioned in 1 earlier answers; related to VeriSci (evaluated on))" in entities.content
+    assert entities.metadata == {"entities": ["SciFact"], "origin": "entity_graph"}
+    assert not any(c.chunk_id.startswith("memory:entities:") for c in unrelated.chunks)
+    assert (await tool.search("SciFact", user_id="bob", include_entities=True)).chunks == []
