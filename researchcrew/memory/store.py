@@ -7,7 +7,10 @@ revision, keeping data) and ``await store.close()`` it at the end, or use ``asyn
 
 Every method raises ``MemoryStoreError`` when the database cannot be reached or refuses the operation, and
 ``ValueError`` for usage mistakes. Records are the pydantic models of ``researchcrew.memory.records``.
-The entity/preferences SQL lives in ``graph_store.py``, the outbox SQL in ``outbox_store.py``.
+
+Where things live: history and recall reads in ``exchanges.py`` (synchronous functions run by ``db.Reader``),
+the recall cache in ``recall.py``, the entity and preferences SQL in ``graph_store.py``, the outbox SQL in
+``outbox_store.py``, the tables in ``models.py`` and their history in ``migrations/``.
 """
 
 from __future__ import annotations
