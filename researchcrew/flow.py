@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
-from crewai.flow.flow import Flow, listen, or_, router, start
-from pydantic import BaseModel, ConfigDict, Field
+from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
+from pydantic import ConfigDict, Field
 
 from researchcrew.contracts import (
     AggregatedContext,
@@ -47,12 +47,13 @@ MAX_REFORMULATIONS = 2
 _T = TypeVar("_T")
 
 
-class ResearchState(BaseModel):
-    """Everything one run knows. Inputs first; the rest is filled in stage by stage."""
+class ResearchState(FlowState):
+    """Everything one run knows. Inputs first; the rest is filled in stage by stage. ``id`` (the run id) comes
+    from crewAI's ``FlowState``; subclassing it also spares crewAI from building a new state class per run (a
+    plain BaseModel state is wrapped in a fresh ``FlowState`` subclass on every Flow construction: ~8 ms)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    id: str = Field(default="", description="Run id (crewAI sets it).")
     query: Query | None = Field(default=None, description="The question.")
     preferences: UserPreferences = Field(default_factory=UserPreferences)
     preferred_sources: list[str] | None = None

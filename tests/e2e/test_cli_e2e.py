@@ -69,7 +69,8 @@ def test_ask_prints_answer_numbered_sources_and_what_each_source_did(cli_data_di
     assert lines
     for number, line in enumerate(lines, start=1):
         # "[n] Title — http://arxiv.org/abs/..., 2021-01-22 (rag)"
-        assert re.fullmatch(rf"\s*\[{number}\] .+ — http://arxiv\.org/abs/\S+, \d{{4}}-\d{{2}}-\d{{2}} \(rag\)", line), line
+        source_line = rf"\s*\[{number}\] .+ — http://arxiv\.org/abs/\S+, \d{{4}}-\d{{2}}-\d{{2}} \(rag\)"
+        assert re.fullmatch(source_line, line), line
         assert f"[{number}]" in answer
     searched_lines = {line.split()[0]: line for line in searched.strip().splitlines()[:4]}
     assert set(searched_lines) == {"rag", "web", "arxiv", "memory"}
