@@ -30,7 +30,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, make_url, text
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.pool import StaticPool
 
 logger = logging.getLogger(__name__)
@@ -116,6 +116,10 @@ class Reader:
             raise RuntimeError("this database is read through the async engine; use the Reader itself")
         return self._sync.connect()
 
+    def connect_async(self) -> AsyncConnection:
+        """An autocommit connection of the async engine (``async with reader.connect_async() as connection``)."""
+        return self._autocommit.connect()
+
     async def __call__(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         if self._sync is not None:
 
@@ -126,7 +130,7 @@ class Reader:
             return await asyncio.to_thread(run)
         # Autocommit: these reads need no snapshot across statements, and it saves the BEGIN and ROLLBACK
         # round trips to the server (asyncpg sends both).
-        async with self._autocommit.connect() as connection:
+        async with self.connect_async() as connection:
             return await connection.run_sync(fn, *args, **kwargs)
 
     def dispose(self) -> None:

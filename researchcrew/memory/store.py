@@ -43,7 +43,7 @@ from researchcrew.memory.models import (
     RelationshipRow,
     UserStateRow,
 )
-from researchcrew.memory.recall import DEFAULT_CACHE_MAX_VECTORS, Vector, VectorCache, encode_vector
+from researchcrew.memory.recall import DEFAULT_CACHE_MAX_VECTORS, UserVectors, Vector, VectorCache, encode_vector
 from researchcrew.memory.records import (
     EntityMention,
     EntityRecord,
@@ -338,9 +338,17 @@ class MemoryStore:
             found = await asyncio.to_thread(
                 self._recall_in_thread, embedder, query_text, user_id, session_id, limit, min_relevance
             )
-        else:
-            query_vector = await asyncio.to_thread(embedder.embed_query, query_text)
-            found = await self._reader(self._recall_on, user_id, query_vector, session_id, limit, min_relevance)
+        else:  # PostgreSQL: the version check runs while the query is embedded
+            embedding = asyncio.ensure_future(asyncio.to_thread(embedder.embed_query, query_text))
+            try:
+                async with self._reader.connect_async() as connection:
+                    vectors = await connection.run_sync(self._refresh, user_id, embedder.dimension)
+                    query_vector = await embedding
+                    found = await connection.run_sync(
+                        self._hits, vectors, user_id, query_vector, session_id, limit, min_relevance
+                    )
+            finally:
+                embedding.cancel()  # only matters when the database failed first; the thread finishes on its own
         return [
             RecalledExchange(
                 response_id=record.response_id,
@@ -362,23 +370,26 @@ class MemoryStore:
     ) -> list[tuple[ExchangeRecord, float]]:
         query_vector = embedder.embed_query(query_text)
         with self._reader.connect_sync() as connection:
-            return self._recall_on(connection, user_id, query_vector, session_id, limit, floor)
+            vectors = self._refresh(connection, user_id, len(query_vector))
+            return self._hits(connection, vectors, user_id, query_vector, session_id, limit, floor)
 
-    def _recall_on(
-        self,
+    def _refresh(self, connection: Connection, user_id: str, dimension: int) -> UserVectors:
+        """The user's cached vectors, brought up to date (see recall.py)."""
+        return self.vectors.refresh(
+            user_id, dimension, lambda known: exchanges.vector_delta(connection, user_id, known)
+        )
+
+    @staticmethod
+    def _hits(
         connection: Connection,
+        vectors: UserVectors,
         user_id: str,
         query_vector: Vector,
         session_id: str | None,
         limit: int,
         floor: float,
     ) -> list[tuple[ExchangeRecord, float]]:
-        """Refresh the user's cached vectors, search them, read the hits: (record, relevance), best first."""
-        vectors = self.vectors.refresh(
-            user_id,
-            len(query_vector),
-            lambda known: exchanges.vector_delta(connection, user_id, known),
-        )
+        """Search the vectors and read the hits: (record, relevance), best first."""
         hits = vectors.search(query_vector, session_id=session_id, limit=limit, min_relevance=floor)
         if not hits:
             return []
