@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 from sqlalchemy import text
 
@@ -155,3 +157,24 @@ def test_user_vectors_search_orders_filters_and_skips_foreign_dimensions() -> No
     vectors.add_rows([(7 + n, "s3", encode_vector([0.0, 0.0, 1.0])) for n in range(100)])  # grows past capacity
     assert vectors.size == 104 and vectors.max_id == 106
     assert [row_id for row_id, _ in search("s3", 3, 0.0)] == [106, 105, 104]  # exact ties: newest first
+
+
+async def test_concurrent_recalls_and_writes_of_one_user_stay_consistent(store: MemoryStore) -> None:
+    """Recalls run in worker threads (SQLite) or interleave on the loop (PostgreSQL) while exchanges are added:
+    every recall answers from a consistent index, and once the writes are done all of them are found."""
+    await _seed(store, "ada")
+
+    async def write(n: int) -> str:
+        return await add(store, "ada", f"s{n % 3}", f"Question {n} about graph neural networks?",
+                         f"Answer {n}: message passing over graph structure.", minutes=10 + n)
+
+    async def read() -> list[str]:
+        return [r.user_id for r in await store.recall(user_id="ada", query_text="graph neural networks", limit=5)]
+
+    results = await asyncio.gather(*(write(n) if n % 2 else read() for n in range(24)))
+
+    added = {r for r in results if isinstance(r, str)}
+    assert all(users == ["ada"] * len(users) for users in results if isinstance(users, list))
+    recalled = await store.recall(user_id="ada", query_text="graph neural networks message passing", limit=50)
+    assert added <= {r.response_id for r in recalled}
+    assert len(recalled) == len(RESEARCH_HISTORY) + len(added)
