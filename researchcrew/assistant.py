@@ -178,10 +178,11 @@ class ResearchAssistant:
                    on_event: Callable[[ProgressEvent], None] | None) -> FinalResponse:
         from researchcrew.flow import run_question
 
+        routing = {key: options.pop(key) for key in _ROUTING_KEYWORDS if key in options}
+        _check_option_names(options)  # a misspelt option fails before any store is opened
         await self.start()
         if self._stages is None:  # start() failed half-way
             raise ConfigurationError("the assistant could not start; see the log")
-        routing = {key: options.pop(key) for key in _ROUTING_KEYWORDS if key in options}
         question = _question(query, user_id, session_id)
         preferences = await self._preferences_for(user_id, options)
         return await run_question(
@@ -192,10 +193,7 @@ class ResearchAssistant:
 
     async def _preferences_for(self, user_id: str, overrides: dict[str, Any]) -> UserPreferences:
         """The user's learned preferences (when a memory store is open), with this question's overrides."""
-        unknown = sorted(set(overrides) - set(UserPreferences.model_fields))
-        if unknown:
-            valid = ", ".join(sorted([*UserPreferences.model_fields, *_ROUTING_KEYWORDS]))
-            raise ConfigurationError(f"unknown option(s) {unknown} for ask(); valid options: {valid}")
+        _check_option_names(overrides)
         base = UserPreferences()
         if self._memory_store is not None:
             base = (await self._memory_store.get_preferences(user_id=user_id)).preferences
@@ -220,6 +218,13 @@ async def _release_llm(llm: BaseLLM) -> None:
                 await result
         except (OSError, RuntimeError) as error:  # a client already closed or bound to a finished loop
             logger.debug("closing the LLM's %s failed: %s", name, error)
+
+
+def _check_option_names(options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - set(UserPreferences.model_fields))
+    if unknown:
+        valid = ", ".join(sorted([*UserPreferences.model_fields, *_ROUTING_KEYWORDS]))
+        raise ConfigurationError(f"unknown option(s) {unknown} for ask(); valid options: {valid}")
 
 
 def _question(text: str, user_id: str, session_id: str) -> Query:

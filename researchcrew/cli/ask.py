@@ -4,6 +4,7 @@ source did (used, or failed and why). ``--json`` prints the whole FinalResponse 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING
 
 import click
@@ -47,6 +48,10 @@ def ask(question: str, user_id: str, session_id: str, response_format: str | Non
     from researchcrew.errors import ResearchCrewError
 
     preferences = {"response_format": response_format} if response_format else {}
+    if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
+        # Each failed source is logged as a warning, and the answer lists it under "Searched:" with its reason;
+        # without -v, say it once, in the answer.
+        logging.getLogger("researchcrew.tools").setLevel(logging.ERROR)
 
     async def run() -> FinalResponse:
         async with ResearchAssistant(settings=settings) as assistant:
