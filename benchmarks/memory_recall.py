@@ -33,7 +33,6 @@ import sys
 import tempfile
 import time
 import uuid
-import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -166,9 +165,7 @@ async def timed(coroutine: Any, label: str | None = None) -> tuple[float, Any]:
 
 
 async def run(url: str, exchanges: int, queries: int, adds: int) -> dict[str, Any]:
-    with warnings.catch_warnings():  # sentence-transformers' rename notice on load (see tests/memory_store)
-        warnings.simplefilter("ignore", FutureWarning)
-        embedder = get_embedder(EmbeddingSettings())
+    embedder = get_embedder(EmbeddingSettings())
     embedder.embed_query("warm-up")
     store = await MemoryStore.open(url, embedder=embedder)
     try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-import warnings
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -85,11 +84,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """The real packaged all-MiniLM-L6-v2 (loaded once for the whole run)."""
-    with warnings.catch_warnings():
-        # sentence-transformers 5 renamed get_sentence_embedding_dimension, which knowledge/embedding.py still
-        # calls (not this suite's file; reported). Scoped to loading the model, and to that one message.
-        warnings.filterwarnings("ignore", "The `get_sentence_embedding_dimension` method", FutureWarning)
-        return get_embedder(EmbeddingSettings())
+    return get_embedder(EmbeddingSettings())
 
 
 @pytest.fixture
