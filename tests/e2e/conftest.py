@@ -12,7 +12,6 @@ from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.embedding import Embedder, get_embedder
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import EmbeddingSettings, Settings
-from tests.conftest import SHARED_DIR
 from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings
 
 # Demo-corpus records about three testing topics: enough for real retrieval, quick to embed.
@@ -33,11 +32,9 @@ def demo_kb_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session")
 def demo_kb(demo_kb_settings: Settings, embedder: Embedder) -> Iterator[KnowledgeBase]:
-    """A knowledge base of ~12 demo-corpus abstracts. Shared: tests must not write to it or close it."""
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DIR}")
+    """A knowledge base of 12 bundled demo-corpus abstracts. Shared: tests must not write to it or close it."""
     knowledge_base = KnowledgeBase(demo_kb_settings, embedder=embedder)
-    report = knowledge_base.add_documents(demo_documents(SHARED_DIR, KB_TOPICS))
+    report = knowledge_base.add_documents(demo_documents(KB_TOPICS))
     assert report.documents_added >= 10
     yield knowledge_base
     knowledge_base.close()

@@ -9,7 +9,6 @@ OpenAI-compatible server.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,8 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from researchcrew.contracts import ContextChunk, FinalResponse
+from researchcrew.data import demo_corpus_path
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.embedding import default_cache_dir
+from researchcrew.knowledge.loaders import load_file
 from researchcrew.settings import ArxivSettings, EmbeddingSettings, LLMSettings, RetrievalSettings, Settings
 from researchcrew.tools.base import Tool
 from tests.loopback.server import closed_port
@@ -26,7 +27,6 @@ from tests.loopback.server import closed_port
 # One ONNX export of the embedding model per machine (the user's cache), shared by every test in the process:
 # exporting it again per temporary data directory would cost ~20 s each time.
 MODEL_CACHE_DIR = default_cache_dir()
-DEMO_CORPUS = Path("data") / "demo_corpus" / "arxiv_abstracts.jsonl"  # relative to ../shared
 _MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
 
@@ -57,25 +57,13 @@ def offline_environment(data_dir: Path) -> dict[str, str]:
     }
 
 
-def demo_documents(shared_dir: Path, title_words: Sequence[str]) -> list[Document]:
-    """Records of the demo corpus whose title contains one of ``title_words``, as knowledge-base documents."""
-    documents = []
-    for line in (shared_dir / DEMO_CORPUS).read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if not any(word.lower() in record["title"].lower() for word in title_words):
-            continue
-        documents.append(
-            Document(
-                source_key=f"demo_corpus/arxiv_abstracts.jsonl#{record['id']}",
-                text=record["abstract"],
-                title=" ".join(record["title"].split()),
-                url=record["id"],
-                source_date=datetime.fromisoformat(record["published"].replace("Z", "+00:00")),
-                authors=record["authors"],
-                metadata={"source": "demo_corpus"},
-            )
-        )
-    return documents
+def demo_documents(title_words: Sequence[str]) -> list[Document]:
+    """Records of the bundled demo corpus whose title contains one of ``title_words``, loaded by the same loader
+    that `researchcrew ingest --demo` uses."""
+    loaded = load_file(demo_corpus_path())
+    assert not loaded.issues, loaded.issues
+    words = [word.lower() for word in title_words]
+    return [document for document in loaded.documents if any(word in (document.title or "").lower() for word in words)]
 
 
 def evidence(chunk_id: str, content: str, *, relevance: float = 0.8, source_type: str = "rag",

@@ -15,7 +15,6 @@ from researchcrew.cli import cli
 from researchcrew.contracts import FinalResponse
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.embedding import Embedder
-from tests.conftest import SHARED_DIR
 from tests.e2e.support import demo_documents, offline_environment, offline_settings
 
 pytestmark = pytest.mark.slow  # the embedding model and Milvus Lite
@@ -27,10 +26,8 @@ QUESTION = "What causes flaky tests?"
 def cli_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
     """A data directory whose knowledge base holds six demo abstracts (three on flaky tests), closed again so the
     CLI opens it itself."""
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DIR}")
     data_dir = tmp_path_factory.mktemp("cli_data")
-    documents = demo_documents(SHARED_DIR, ("Flaky", "Flakiness", "Property-Based Mutation", "Metamorphic Testing for"))
+    documents = demo_documents(("Flaky", "Flakiness", "Property-Based Mutation", "Metamorphic Testing for"))
     assert len(documents) == 6  # three on flaky tests, one on mutation testing, two on metamorphic testing
     with KnowledgeBase(offline_settings(data_dir), embedder=embedder) as knowledge_base:
         report = knowledge_base.add_documents(documents)
