@@ -171,3 +171,30 @@ async def test_crewai_prints_nothing_builds_no_memory_and_sends_no_telemetry(
     assert os.environ["CREWAI_TRACING_ENABLED"] == "false"
     assert Telemetry._is_telemetry_disabled()
     assert attempted and all(_is_local(address) for address in attempted)
+
+
+async def test_a_memory_store_that_cannot_open_fails_start_and_closes_the_knowledge_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from researchcrew.errors import MemoryStoreError
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.settings import MemorySettings
+    from tests.loopback.server import closed_port
+
+    closed: list[KnowledgeBase] = []
+    close = KnowledgeBase.close
+
+    def record_close(self: KnowledgeBase) -> None:
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(KnowledgeBase, "close", record_close)
+    unreachable = f"postgresql+asyncpg://researchcrew@127.0.0.1:{closed_port()}/memory"
+    settings = offline_settings(tmp_path, memory=MemorySettings(database_url=unreachable))
+    assistant = ResearchAssistant(settings)  # default sources: the knowledge base opens beside the memory store
+    with pytest.raises(MemoryStoreError, match=r"cannot open the memory store at postgresql\+asyncpg://"):
+        await assistant.ask(QUESTION)
+    # The knowledge base opened concurrently was closed again, not leaked.
+    assert [kb.store.uri for kb in closed] == [str(tmp_path / "knowledge.db")]
+    await assistant.aclose()
+    assert len(closed) == 1  # and the assistant did not hold on to it
