@@ -89,8 +89,8 @@ def render_report(report: IngestReport) -> str:
         + (f", {report.documents_removed} removed" if report.documents_removed else ""),
         f"Chunks: {report.chunks_added} added"
         + (f", {report.chunks_removed} removed" if report.chunks_removed else ""),
-        f"Time: {report.seconds:.1f} s ({report.documents_per_second:.1f} documents/s, "
-        f"{report.chunks_per_second:.1f} chunks/s)",
+        f"Time: {report.seconds:.1f} s ({report.setup_seconds:.1f} s opening the knowledge base and model); "
+        f"{report.documents_per_second:.1f} documents/s, {report.chunks_per_second:.1f} chunks/s",
     ]
     if report.aborted:
         lines.append(f"Stopped early: {report.aborted}")

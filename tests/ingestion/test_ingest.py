@@ -10,6 +10,7 @@ import pytest
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.ingest import ingest_paths
 from researchcrew.knowledge.loaders import FieldMapError
+from researchcrew.settings import Settings
 from tests.ingestion.conftest import CountingEmbedder
 from tests.ingestion.files import HTML_PAGE, MARKDOWN_NOTE, beir_records, write_beir, write_pdf
 
@@ -162,3 +163,36 @@ def test_usage_mistakes_fail_fast(kb: KnowledgeBase, tmp_path: Path) -> None:
         ingest_paths(kb, [tmp_path], field_map=["body"], progress=False)
     with pytest.raises(ValueError, match="batch_size"):
         ingest_paths(kb, [tmp_path], batch_size=0, progress=False)
+
+
+async def test_async_ingest_keeps_the_event_loop_free(tmp_path: Path, kb: KnowledgeBase) -> None:
+    import asyncio
+
+    from researchcrew.knowledge.ingest import aingest_paths
+
+    path = write_beir(tmp_path / "c.jsonl", beir_records())
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    try:
+        report = await aingest_paths(kb, [path], progress=False)
+    finally:
+        task.cancel()
+    assert report.documents_added == 3
+    assert ticks >= 5  # the loop kept running while embedding and Milvus worked
+
+
+def test_setup_time_is_reported_apart_from_throughput(tmp_path: Path, settings: Settings,
+                                                      counting: CountingEmbedder) -> None:
+    path = write_beir(tmp_path / "c.jsonl", beir_records())
+    with KnowledgeBase(settings, embedder=counting) as fresh:
+        report = ingest_paths(fresh, [path], progress=False)
+    assert 0 < report.setup_seconds < report.seconds
+    working = report.seconds - report.setup_seconds
+    assert report.documents_per_second == pytest.approx(report.documents_added / working)

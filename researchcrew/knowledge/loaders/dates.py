@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 _YEAR = re.compile(r"^\d{4}$")
 _YEAR_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
-_PDF_DATE = re.compile(r"^D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?")
+_PDF_DATE = re.compile(
+    r"^D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:(Z)|([+-])(\d{2})'?(?:(\d{2})'?)?)?"
+)
 _MIN_YEAR, _MAX_YEAR = 1000, 2999
 _EPOCH_MIN = 10**8  # numbers at least this big are epoch seconds (1973 on); smaller ones may be years
 
@@ -40,9 +42,13 @@ def parse_date(value: Any) -> datetime | None:
         if match := _PDF_DATE.match(text):
             year, month, day, hour, minute, second = (
                 int(part) if part else default
-                for part, default in zip(match.groups(), (0, 1, 1, 0, 0, 0), strict=True)
+                for part, default in zip(match.groups()[:6], (0, 1, 1, 0, 0, 0), strict=True)
             )
-            return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+            zone = UTC
+            if match[8]:  # D:20230102101500+01'00' — the offset PDF writers usually add
+                offset = timedelta(hours=int(match[9]), minutes=int(match[10] or 0))
+                zone = timezone(offset if match[8] == "+" else -offset)
+            return datetime(year, month, day, hour, minute, second, tzinfo=zone)
         try:
             return parse_date(datetime.fromisoformat(text))
         except ValueError:
