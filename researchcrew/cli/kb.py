@@ -70,11 +70,12 @@ def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[
 
 def keys_under(index: dict[str, str], path: Path) -> list[str]:
     """Source keys that came from ``path``: the file itself, its records/pages (``file#...``), or a folder's files."""
+    from researchcrew.knowledge.ingest import keys_of_file
+
     target = str(path.expanduser().resolve())
-    folder = target.rstrip(os.sep) + os.sep
-    return sorted(
-        key for key in index if (base := key.split("#", 1)[0]) == target or base.startswith(folder)
-    )
+    keys = sorted(index)
+    folder = target.rstrip(os.sep) + os.sep  # a folder (or one deleted since): everything below it
+    return sorted({*keys_of_file(keys, target), *(key for key in keys if key.startswith(folder))})
 
 
 def render_stats(numbers: KnowledgeBaseStats) -> str:

@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -127,13 +127,11 @@ def ingest_paths(
     setup_started = time.perf_counter()
     index = kb.document_index()  # once: everything below is decided against it
     report.setup_seconds = time.perf_counter() - setup_started
-    by_file: dict[str, set[str]] = defaultdict(set)
-    for key in index:
-        by_file[key.split("#", 1)[0]].add(key)
+    known_keys = sorted(index)
 
     pending: list[Document] = []
     stale: list[str] = []
-    for path in found.files:
+    for path in _reading(found.files, progress):
         result = load_file(path, field_map=mapping)
         report.errors.extend(result.issues)
         report.documents_failed += len(result.issues)
@@ -148,7 +146,7 @@ def ingest_paths(
             else:
                 pending.append(document)
         if remove_missing and result.complete:
-            stale.extend(sorted(by_file.get(file_key(path), set()) - present))
+            stale.extend(key for key in keys_of_file(known_keys, file_key(path)) if key not in present)
 
     if pending:
         report.setup_seconds += _load_model(kb)
@@ -174,6 +172,30 @@ def ingest_paths(
         report.seconds,
     )
     return report
+
+
+def keys_of_file(sorted_keys: Sequence[str], key: str) -> list[str]:
+    """The source keys that came from the file with source key ``key``: itself and ``key#...`` (records, pages).
+
+    By prefix, not by splitting at ``#``: file names and record ids may contain ``#`` themselves.
+    """
+    found: list[str] = []
+    for candidate in sorted_keys[bisect.bisect_left(sorted_keys, key) :]:
+        if not candidate.startswith(key):
+            break
+        if len(candidate) == len(key) or candidate[len(key)] == "#":
+            found.append(candidate)
+    return found
+
+
+def _reading(files: list[Path], progress: bool | ProgressCallback) -> Iterable[Path]:
+    """The files, with a transient "reading" bar when there are several to read (PDF folders take a while)."""
+    if progress is not True or len(files) < 2:
+        return files
+    from tqdm import tqdm
+
+    bar: Iterable[Path] = tqdm(files, desc="reading", unit="file", file=sys.stderr, leave=False, dynamic_ncols=True)
+    return bar
 
 
 async def aingest_paths(

@@ -229,3 +229,11 @@ def test_discover_files_folders_and_globs(tmp_path: Path) -> None:
         ("nothing-*.pdf", "no files match this pattern"),
         ("missing.md", "no such file or directory"),
     ]
+
+
+def test_same_file_through_a_link_is_read_once(tmp_path: Path) -> None:
+    real = tmp_path / "note.md"
+    real.write_text("# Note\n\ntext")
+    (tmp_path / "alias.md").symlink_to(real)
+    found = discover([real, tmp_path / "alias.md"])
+    assert found.files == [real]

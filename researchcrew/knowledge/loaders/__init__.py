@@ -65,7 +65,7 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
     seen: set[Path] = set()
 
     def add(path: Path) -> None:
-        resolved = path.absolute()
+        resolved = path.resolve()  # the same file reached twice (two arguments, a link) is read once
         if resolved not in seen:
             seen.add(resolved)
             found.files.append(path)
