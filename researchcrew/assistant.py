@@ -79,6 +79,8 @@ class ResearchAssistant:
         self._remember = remember
         self._stages: ResearchStages | None = None
         self._memory_agent: Any = None
+        self._outbox_worker: Any = None
+        self._zep: Any = None
         self._start_lock = asyncio.Lock()
         self._runner: asyncio.Runner | None = None
 
@@ -97,12 +99,20 @@ class ResearchAssistant:
                 self._memory_store = built.memory_store
                 self._knowledge_base = built.knowledge_base
                 self._memory_agent = built.memory_agent
+                self._outbox_worker = built.outbox_worker
+                self._zep = built.zep
 
     async def aclose(self) -> None:
         """Finish pending memory work and release resources."""
         if self._memory_agent is not None:
             await self._memory_agent.aclose()
             self._memory_agent = None
+        if self._outbox_worker is not None:  # after the agent: its last writes are queued, delivered later
+            await self._outbox_worker.stop()
+            self._outbox_worker = None
+        if self._zep is not None:
+            await self._zep.aclose()
+            self._zep = None
         if self._stages is not None and self._stages.llm is not None and self._llm is None:
             await _release_llm(self._stages.llm)  # built from settings here, so closed here
         if self._memory_store is not None and self._owns_memory_store:
@@ -185,10 +195,16 @@ class ResearchAssistant:
             raise ConfigurationError("the assistant could not start; see the log")
         question = _question(query, user_id, session_id)
         preferences = await self._preferences_for(user_id, options)
+        # What the user asked for explicitly (not what was inferred): the memory agent learns preferences from it.
+        explicit = {key: value for key, value in options.items() if key == "response_format"}
+        for key in ("preferred_sources", "exclude_sources"):
+            if routing.get(key):
+                explicit[key] = list(routing[key])
         return await run_question(
             self._stages, question, preferences=preferences,
             preferred_sources=routing.get("preferred_sources"), exclude_sources=routing.get("exclude_sources"),
-            tool_options=routing.get("tool_options"), deadline_s=routing.get("deadline_s"), on_event=on_event,
+            tool_options=routing.get("tool_options"), explicit_request=explicit, deadline_s=routing.get("deadline_s"),
+            on_event=on_event,
         )
 
     async def _preferences_for(self, user_id: str, overrides: dict[str, Any]) -> UserPreferences:

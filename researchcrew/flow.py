@@ -59,6 +59,10 @@ class ResearchState(FlowState):
     preferred_sources: list[str] | None = None
     exclude_sources: list[str] | None = None
     tool_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    explicit_request: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the user asked for explicitly this time (format, sources), for preference learning.",
+    )
     deadline_s: float = 30.0
     started_at: float = Field(default_factory=time.monotonic, description="time.monotonic() at the start.")
 
@@ -169,13 +173,20 @@ class ResearchFlow(Flow[ResearchState]):
             chunks=list(self.state.evidence.values()),
             source_reports=retrieval.aggregated_context.source_reports,
         )
-        evaluation = await self._stages.evaluator.run(
+        evaluation, timed_out = await self._stages.evaluate(
             EvaluatorInput(
                 aggregated_context=context,
                 quality_threshold=self._stages.quality_threshold,
                 user_preferences=self.state.preferences,
-            )
+            ),
+            self.remaining_s(),
         )
+        if timed_out:
+            self.state.partial = True
+            self.state.caveats.append(
+                "The time limit was reached while cross-checking the evidence; contradictions were checked "
+                "without the language model."
+            )
         self.state.evaluation = evaluation
         self._emit(
             "evaluate", "finished", started,
@@ -278,7 +289,8 @@ class ResearchFlow(Flow[ResearchState]):
         response = self._finalize()
         scheduled = self._stages.remember(
             MemoryInput(query=self._query(), final_response=response,
-                        session_id=self._query().session_id, user_id=self._query().user_id)
+                        session_id=self._query().session_id, user_id=self._query().user_id,
+                        context={"request": self.state.explicit_request} if self.state.explicit_request else None)
         )
         self._emit("remember", "finished", started, scheduled=scheduled)
 
@@ -322,6 +334,7 @@ async def run_question(
     preferred_sources: list[str] | None = None,
     exclude_sources: list[str] | None = None,
     tool_options: dict[str, dict[str, Any]] | None = None,
+    explicit_request: dict[str, Any] | None = None,
     deadline_s: float | None = None,
     on_event: Callable[[ProgressEvent], None] | None = None,
 ) -> FinalResponse:
@@ -334,6 +347,7 @@ async def run_question(
         preferred_sources=preferred_sources,
         exclude_sources=exclude_sources,
         tool_options=tool_options or {},
+        explicit_request=explicit_request or {},
         deadline_s=deadline_s or stages.deadline_s,
     )
     result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))

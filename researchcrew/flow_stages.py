@@ -86,6 +86,7 @@ class ResearchStages:
 
     retriever: RetrieverLike
     evaluator: EvaluatorLike
+    fallback_evaluator: EvaluatorLike  # deterministic (no LLM): used when the deadline cuts evaluation short
     synthesizer: SynthesizerLike
     fallback_synthesizer: SynthesizerLike  # fast and LLM-free: used when the deadline cuts synthesis short
     validate_citations: CitationValidator
@@ -105,6 +106,18 @@ class ResearchStages:
     def retrieval_budget_s(self, remaining_s: float) -> float:
         """Per-source timeout for this retrieval: the configured one, cut so that synthesis still fits."""
         return max(0.05, min(self.timeout_per_source_s, remaining_s - self.synthesis_reserve_s))
+
+    async def evaluate(self, request: EvaluatorInput, remaining_s: float) -> tuple[EvaluatorOutput, bool]:
+        """The evaluation, and whether the deadline forced the deterministic fallback. LLM adjudication of
+        contradictions may take seconds; it gets what is left of the run minus the time synthesis needs."""
+        budget = remaining_s - self.synthesis_reserve_s
+        if budget > 0:
+            try:
+                async with asyncio.timeout(budget):
+                    return await self.evaluator.run(request), False
+            except TimeoutError:
+                logger.warning("evaluation hit the run deadline after %.2f s; evaluating without the LLM", budget)
+        return await self.fallback_evaluator.run(request), True
 
     async def synthesize(self, request: SynthesizerInput, remaining_s: float) -> tuple[FinalResponse, bool]:
         """The answer, and whether the deadline forced the fast fallback. The primary synthesizer gets what is

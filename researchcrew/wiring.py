@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from researchcrew.contracts import ContextChunk, FinalResponse, MemoryInput
+from researchcrew.errors import ConfigurationError
 from researchcrew.flow_stages import Reformulator, ResearchStages, deterministic_reformulation
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from researchcrew.knowledge.embedding import Embedder
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.memory.zep import ZepMemory
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +41,7 @@ class BuiltStages:
     memory_store: MemoryStore | None
     memory_agent: MemoryAgent | None
     outbox_worker: OutboxWorker | None = None
+    zep: ZepMemory | None = None
 
 
 async def build_stages(
@@ -65,11 +68,16 @@ async def build_stages(
         memory_store, knowledge_base = await _open_stores(
             settings, memory_store=memory_store, knowledge_base=knowledge_base, open_store=open_store, open_kb=open_kb
         )
+    zep, outbox_worker = _zep_backend(settings, memory_store) if memory_store is not None else (None, None)
     if tools is None:
         if knowledge_base is None:  # _open_stores opened it or raised
             raise RuntimeError("the knowledge base was not opened")
-        tools = default_tools(settings, knowledge_base=knowledge_base, memory_store=memory_store)
-    memory_agent = _memory_agent(settings, memory_store, model) if remember and memory_store is not None else None
+        tools = default_tools(settings, knowledge_base=knowledge_base, memory_store=memory_store, zep=zep)
+    memory_agent = None
+    if remember and memory_store is not None:
+        from researchcrew.agents.memory import MemoryAgent
+
+        memory_agent = MemoryAgent(memory_store, llm=model, zep_outbox=outbox_worker)
 
     def check(response: FinalResponse, given: Sequence[ContextChunk]) -> FinalResponse:
         return validate_citations(response, given)
@@ -84,7 +92,10 @@ async def build_stages(
     stages = ResearchStages(
         retriever=RetrieverAgent(tools, settings=settings.retrieval),
         evaluator=EvaluatorAgent(settings.evaluation, llm=model),
-        synthesizer=SynthesizerAgent(model, timeout_s=2 * settings.llm.timeout_s),
+        fallback_evaluator=EvaluatorAgent(settings.evaluation),  # deterministic: no LLM adjudication
+        synthesizer=SynthesizerAgent(
+            model, timeout_s=2 * settings.llm.timeout_s, structured_output=settings.llm.structured_output
+        ),
         fallback_synthesizer=ExtractiveSynthesizer(),
         validate_citations=check,
         remember=schedule_memory,
@@ -97,13 +108,18 @@ async def build_stages(
         synthesis_reserve_s=min(5.0, settings.llm.timeout_s) if model else 0.3,
         llm=model,
     )
-    return BuiltStages(stages, knowledge_base, memory_store, memory_agent)
+    return BuiltStages(stages, knowledge_base, memory_store, memory_agent, outbox_worker, zep)
 
 
 def default_tools(
-    settings: Settings, *, knowledge_base: KnowledgeBase, memory_store: MemoryStore | None
+    settings: Settings,
+    *,
+    knowledge_base: KnowledgeBase,
+    memory_store: MemoryStore | None,
+    zep: ZepMemory | None = None,
 ) -> list[Tool]:
-    """The built-in sources named in ``settings.enabled_sources``, in that order."""
+    """The built-in sources named in ``settings.enabled_sources``, in that order. Memory recall uses Zep when the
+    Zep backend is configured, else the built-in store."""
     from researchcrew.tools.arxiv import ArxivTool
     from researchcrew.tools.memory_recall import MemoryTool
     from researchcrew.tools.rag import RAGTool
@@ -114,8 +130,9 @@ def default_tools(
         "web": WebSearchTool(settings.firecrawl),
         "arxiv": ArxivTool(settings.arxiv),
     }
-    if memory_store is not None:
-        built["memory"] = MemoryTool(memory_store, settings.memory)
+    recall = zep if zep is not None else memory_store
+    if recall is not None:
+        built["memory"] = MemoryTool(recall, settings.memory)
     unknown = [name for name in settings.enabled_sources if name not in ("rag", "web", "arxiv", "memory")]
     if unknown:
         logger.warning("enabled_sources names unknown source types %s; pass custom tools with tools=", unknown)
@@ -209,10 +226,21 @@ async def _close_quietly(resource: object) -> None:
         logger.warning("could not close %r after a failed start", resource, exc_info=True)
 
 
-def _memory_agent(settings: Settings, store: MemoryStore, llm: BaseLLM | None) -> MemoryAgent:
-    from researchcrew.agents.memory import MemoryAgent
+def _zep_backend(settings: Settings, store: MemoryStore) -> tuple[ZepMemory | None, OutboxWorker | None]:
+    """With ``memory.backend = "zep"``: the Zep client (recall) and the outbox worker that mirrors every exchange
+    to Zep from our own store, retried in the background (the answer never waits for Zep)."""
+    if settings.memory.backend != "zep":
+        return None, None
+    from researchcrew.memory.outbox import OutboxWorker
+    from researchcrew.memory.zep import ZepError, ZepMemory
 
-    return MemoryAgent(store, llm=llm)
+    try:
+        zep = ZepMemory(settings.zep)
+    except ZepError as error:
+        raise ConfigurationError(f"memory.backend is 'zep' but {error.message}") from error
+    worker = OutboxWorker(store, zep)
+    worker.start()
+    return zep, worker
 
 
 def llm_reformulation(llm: BaseLLM, *, timeout_s: float) -> Reformulator:

@@ -50,9 +50,13 @@ class ScriptedRetriever:
 
 
 class PassThroughEvaluator:
-    """Keeps every chunk, scored by its relevance."""
+    """Keeps every chunk, scored by its relevance; optionally slow."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
 
     async def run(self, request: EvaluatorInput) -> EvaluatorOutput:
+        await asyncio.sleep(self.delay_s)
         chunks = request.aggregated_context.chunks
         scored = [ScoredChunk(chunk=c, quality_score=c.semantic_relevance, source_reputation=0.8, recency=0.5,
                               relevance=c.semantic_relevance) for c in chunks]

@@ -19,6 +19,7 @@ def make_stages(retriever: ScriptedRetriever, **overrides: object) -> ResearchSt
     options: dict[str, object] = {
         "retriever": retriever,
         "evaluator": PassThroughEvaluator(),
+        "fallback_evaluator": PassThroughEvaluator(),
         "synthesizer": CitingSynthesizer(),
         "fallback_synthesizer": CitingSynthesizer(kind="extractive"),
         "validate_citations": identity_validator,
@@ -92,3 +93,22 @@ async def test_deadline_during_synthesis_gives_partial_extractive_answer() -> No
     assert response.answer_kind == "extractive"
     assert response.execution_time_ms < 2000
     assert any("time limit" in caveat for caveat in response.caveats)
+
+
+async def test_slow_evaluation_is_cut_at_the_deadline_and_answered_with_the_fallback() -> None:
+    retriever = ScriptedRetriever([chunk("a", 0.8)])
+    stages = make_stages(retriever, evaluator=PassThroughEvaluator(delay_s=5), synthesis_reserve_s=0.1)
+    response = await run_question(stages, question("What is attention?"), deadline_s=0.6)
+    assert response.answer_kind == "generated"
+    assert response.partial
+    assert any("cross-checking" in caveat for caveat in response.caveats)
+    assert response.execution_time_ms < 2000
+
+
+async def test_memory_receives_what_the_user_asked_for_explicitly() -> None:
+    retriever = ScriptedRetriever([chunk("a", 0.8)])
+    remembered: list[object] = []
+    await run_question(make_stages(retriever, remember=recording_memory(remembered)), question("What is attention?"),
+                       explicit_request={"response_format": "concise", "exclude_sources": ["web"]})
+    (memory_input,) = remembered
+    assert memory_input.context == {"request": {"response_format": "concise", "exclude_sources": ["web"]}}  # type: ignore[attr-defined]
