@@ -86,12 +86,15 @@ def test_get_embedder_shares_one_instance_and_reuses_the_export(model_cache: Pat
 
 def test_whole_settings_put_exports_in_the_data_directory(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path)
-    embedding_module._cache.clear()
+    shared = dict(embedding_module._cache)  # the session's embedders stay shared for the tests after this one
     try:
         embedder = get_embedder(settings)
         assert Path(getattr(embedder, "onnx_file")).is_relative_to(tmp_path / "models")  # noqa: B009
+        assert get_embedder(settings) is embedder
+        embedder.close()  # type: ignore[attr-defined]
     finally:
         embedding_module._cache.clear()
+        embedding_module._cache.update(shared)
 
 
 def test_auto_falls_back_to_torch_with_one_notice(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

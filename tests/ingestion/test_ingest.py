@@ -196,3 +196,60 @@ def test_setup_time_is_reported_apart_from_throughput(tmp_path: Path, settings: 
     assert 0 < report.setup_seconds < report.seconds
     working = report.seconds - report.setup_seconds
     assert report.documents_per_second == pytest.approx(report.documents_added / working)
+
+
+_CRASHING_INGEST = """
+import os, signal, sys
+from pathlib import Path
+from researchcrew.knowledge.collection import KnowledgeBase
+from researchcrew.knowledge.embedding import get_embedder
+from researchcrew.knowledge.ingest import ingest_paths
+from researchcrew.settings import Settings
+
+settings = Settings()
+inner = get_embedder(settings)
+
+class DiesOnThirdCall:
+    dimension = inner.dimension
+    tokenizer_path = getattr(inner, "tokenizer_path", None)
+    model_name = "all-MiniLM-L6-v2"
+    calls = 0
+    def embed_documents(self, texts):
+        DiesOnThirdCall.calls += 1
+        if DiesOnThirdCall.calls == 3:
+            os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no close: a power cut as far as we are concerned
+        return inner.embed_documents(texts)
+    def embed_query(self, text):
+        return inner.embed_query(text)
+
+kb = KnowledgeBase(settings, embedder=DiesOnThirdCall())
+ingest_paths(kb, [sys.argv[1]], batch_size=5, progress=False)
+"""
+
+
+@pytest.mark.slow
+def test_killed_ingest_is_finished_by_the_next_run(tmp_path: Path, settings: Settings,
+                                                    counting: CountingEmbedder) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    records = [{"_id": str(i), "title": f"Note {i}", "text": f"Finding {i}: sediment load shapes river deltas."}
+               for i in range(20)]
+    path = write_beir(tmp_path / "deltas.jsonl", records)
+    environment = {**os.environ, "RESEARCHCREW_DATA_DIR": str(settings.data_dir),
+                   "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(settings.embedding.cache_dir)}
+    crashed = subprocess.run([sys.executable, "-c", _CRASHING_INGEST, str(path)], env=environment,
+                             capture_output=True, timeout=300, check=False)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr.decode()[-2000:]
+
+    with KnowledgeBase(settings, embedder=counting) as kb:
+        finished = ingest_paths(kb, [path], batch_size=5, progress=False)
+        stats = kb.stats()
+    assert finished.aborted is None and finished.errors == []
+    assert finished.documents_unchanged + finished.documents_added == 20
+    assert finished.documents_unchanged == 10  # the two batches written before the kill survived it...
+    assert counting.texts_embedded == finished.chunks_added == 10  # ...and only the missing ten are embedded
+    assert stats.documents == 20 and stats.incomplete_documents == 0
+    assert stats.chunks == 20  # one chunk per short record, none duplicated
