@@ -106,8 +106,9 @@ def ingest_paths(
 
     ``field_map`` maps JSONL fields (``{"id": "_id", "text": "body"}`` or ``["id=_id", "text=body"]``).
     ``progress``: ``True`` shows a progress bar on stderr, ``False`` nothing, a callable is called with
-    (documents done, documents to add, chunks added). Raises only for usage mistakes (a bad field mapping, a
-    batch size below 1); everything about the input is reported in the returned ``IngestReport``.
+    (documents done, documents to add, chunks added). Raises for usage mistakes (a bad field mapping, a batch
+    size below 1) and ``KnowledgeBaseError`` when the store cannot be read at all; everything about the input, and a
+    store or model failure part-way, is reported in the returned ``IngestReport``.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
@@ -247,14 +248,11 @@ def _add(
             empty = len(batch) - added.documents_added - added.documents_replaced - added.documents_skipped
             if empty > 0:  # the knowledge base found nothing to index in them (e.g. only whitespace)
                 report.documents_failed += empty
-                report.errors.extend(_empty_issues(batch, empty))
+                reason = f"{empty} document(s) had no text left to index after chunking"
+                report.errors.append(IngestIssue(file="(batch)", reason=reason))
             display.at(start + len(batch), chunks=report.chunks_added)
     finally:
         display.close()
-
-
-def _empty_issues(batch: Sequence[Document], count: int) -> list[IngestIssue]:
-    return [IngestIssue(file="(batch)", reason=f"{count} document(s) had no text to index after chunking")]
 
 
 class _Progress:
