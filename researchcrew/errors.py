@@ -45,6 +45,10 @@ class KnowledgeBaseError(ResearchCrewError):
     """The knowledge base (Milvus) refused an operation or is unreachable."""
 
 
+class KnowledgeBaseUnavailableError(KnowledgeBaseError):
+    """Milvus could not be reached (connection refused, timed out, server gone); retrying later may work."""
+
+
 class IngestError(ResearchCrewError):
     """A document could not be read or parsed for ingestion. The message names the file and the reason."""
 

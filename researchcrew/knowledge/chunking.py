@@ -1,0 +1,262 @@
+"""Cutting documents into chunks that fit the embedder, at natural boundaries.
+
+A document's text is Markdown-ish (headings as ``#`` lines, paragraphs separated by blank lines). The chunker
+
+1. splits it into sections at headings; a chunk never spans two sections, so its ``heading`` is exact;
+2. splits sections into sentences (paragraph breaks remembered), and a sentence longer than a whole chunk into
+   word-piece windows;
+3. packs sentences into windows that, *together with the context header* (document title and section heading,
+   see ``indexed_text``), fit the model's input: all-MiniLM-L6-v2 reads 256 word pieces including ``[CLS]`` and
+   ``[SEP]`` and silently drops the rest. Windows in a section are balanced (a 300-piece abstract becomes two
+   halves, not 230 + 70), prefer to break at paragraph ends, and repeat the last sentence(s) of the previous
+   window (``overlap_tokens``) so a statement cut by a boundary is still whole in one chunk.
+
+Sizes are counted with the model's own tokenizer (``TokenCounter``), and every finished chunk is re-counted as a
+whole, so the limit holds even where the piece-count arithmetic would be off by one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from researchcrew.knowledge.documents import Chunk, Document
+from researchcrew.knowledge.tokens import TokenCounter
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "fig.", "figs.", "dr.", "mr.", "ms.", "vs.", "no.", "approx.", "cf.")
+
+
+def indexed_text(title: str | None, heading: str | None, body: str) -> str:
+    """What is embedded and BM25-indexed for a chunk: a context header (title, heading) and the chunk body.
+
+    The header makes a passage from the middle of a paper findable by what the paper is about, for the dense
+    model and for BM25 alike; the body alone is what a reader is shown.
+    """
+    header = [part for part in (title, heading) if part]
+    if len(header) == 2 and header[0].strip().lower() == header[1].strip().lower():
+        header = header[:1]
+    return "\n".join([*header, body]) if header else body
+
+
+@dataclass
+class _Unit:
+    """A sentence (or a window of an over-long one), its size, and what separates it from the unit before."""
+
+    text: str
+    tokens: int
+    separator: str  # "\n\n" opens a paragraph, "\n" a line within one, " " continues a line
+    carried: bool = False  # repeated from the previous window as overlap
+
+    @property
+    def opens_paragraph(self) -> bool:
+        return self.separator == "\n\n"
+
+
+@dataclass
+class _Section:
+    heading: str | None
+    paragraphs: list[str] = field(default_factory=list)
+
+
+class Chunker:
+    """Turns a ``Document`` into ``Chunk`` objects whose ``indexed_text`` fits in ``max_tokens`` word pieces."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        max_tokens: int = 256,
+        overlap_tokens: int = 32,
+        header_max_tokens: int = 64,
+    ) -> None:
+        budget = max_tokens - counter.special_tokens
+        if budget < 32:
+            raise ValueError(f"max_tokens={max_tokens} leaves too little room for text")
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.overlap_tokens = max(0, min(overlap_tokens, budget // 4))
+        self.header_max_tokens = min(header_max_tokens, budget // 3)
+        self._budget = budget  # pieces available for header + body
+
+    # Public ----------------------------------------------------------------------------------------------------
+    def chunk(self, document: Document) -> list[Chunk]:
+        """The document's chunks in reading order (``position`` 0, 1, ...). Blank documents give none."""
+        title = self._clip(document.title.strip()) if document.title and document.title.strip() else None
+        sections = _sections(document.text)
+        if not any(section.paragraphs for section in sections):
+            # Nothing but headings: index them as the text rather than lose the document.
+            headings = [section.heading for section in sections if section.heading]
+            sections = [_Section(heading=None, paragraphs=["\n".join(headings)])] if headings else []
+        bodies: list[tuple[str | None, str]] = []
+        for section in sections:
+            heading = self._clip(section.heading) if section.heading else None
+            header_tokens = self.counter.count(indexed_text(title, heading, "x")) - 1 if (title or heading) else 0
+            body_budget = max(16, self._budget - header_tokens - 1)
+            for body in self._pack(self._units(section.paragraphs, body_budget), body_budget):
+                bodies.append((heading, body))
+        bodies = self._enforce_limit(title, bodies)
+        doc_id = document.doc_id
+        return [
+            Chunk(
+                chunk_id=f"{doc_id}:{position}",
+                doc_id=doc_id,
+                source_key=document.source_key,
+                text=body,
+                position=position,
+                heading=heading,
+                title=document.title,
+                url=document.url,
+                source_date=document.source_date,
+                authors=list(document.authors),
+                metadata=dict(document.metadata),
+            )
+            for position, (heading, body) in enumerate(bodies)
+        ]
+
+    def fits(self, text: str) -> bool:
+        """True when ``text`` plus the special tokens fits the model's input."""
+        return self.counter.count(text) + self.counter.special_tokens <= self.max_tokens
+
+    # Steps -----------------------------------------------------------------------------------------------------
+    def _clip(self, text: str) -> str:
+        """Keep a title/heading to ``header_max_tokens`` pieces so that the body always has room."""
+        text = " ".join(text.split())
+        if self.counter.count(text) <= self.header_max_tokens:
+            return text
+        span = self.counter.windows(text, self.header_max_tokens)[0]
+        return text[span.start : span.end]
+
+    def _units(self, paragraphs: list[str], budget: int) -> list[_Unit]:
+        sentences: list[tuple[str, str]] = []
+        for paragraph in paragraphs:
+            for line_index, line in enumerate(paragraph.split("\n")):
+                for index, sentence in enumerate(_split_sentences(line)):
+                    separator = " " if index else "\n" if line_index else "\n\n"
+                    sentences.append((sentence, separator))
+        counts = self.counter.count_many([sentence for sentence, _ in sentences])
+        units: list[_Unit] = []
+        for (sentence, separator), tokens in zip(sentences, counts, strict=True):
+            if tokens <= budget:
+                units.append(_Unit(sentence, tokens, separator))
+                continue
+            for index, span in enumerate(self.counter.windows(sentence, budget)):
+                piece = sentence[span.start : span.end]
+                units.append(_Unit(piece, self.counter.count(piece), separator if index == 0 else " "))
+        return units
+
+    def _pack(self, units: list[_Unit], budget: int) -> list[str]:
+        """Greedy packing towards a balanced target size, with sentence overlap between windows."""
+        if not units:
+            return []
+        total = sum(unit.tokens for unit in units)
+        if total <= budget:
+            return [_join(units)]
+        step = max(1, budget - self.overlap_tokens)
+        windows = math.ceil((total - self.overlap_tokens) / step)
+        target = min(budget, math.ceil(total / windows) + self.overlap_tokens)
+        chunks: list[list[_Unit]] = []
+        current: list[_Unit] = []
+        size = 0
+        rest = total  # tokens not yet placed, this unit included
+        for unit in units:
+            fresh = size - self._carried(current)  # tokens of new material in the current window
+            # Past the target, break once the window holds enough new material; at a paragraph start, a little
+            # earlier (a window that ends with its paragraph reads better than one that ends mid-thought). Never
+            # break when everything left fits in this window: that would leave a stub.
+            enough = fresh >= (target // 3 if unit.opens_paragraph else target // 2)
+            soft_break = size + unit.tokens > target and enough and size + rest > budget
+            rest -= unit.tokens
+            if current and (size + unit.tokens > budget or soft_break):
+                chunks.append(current)
+                current = self._overlap(current, unit.tokens, budget)
+                size = sum(item.tokens for item in current)
+            current.append(unit)
+            size += unit.tokens
+        if current and (not chunks or size > self._carried(current)):
+            chunks.append(current)
+        return [_join(chunk) for chunk in chunks]
+
+    def _overlap(self, previous: list[_Unit], next_tokens: int, budget: int) -> list[_Unit]:
+        carried: list[_Unit] = []
+        size = 0
+        for unit in reversed(previous):
+            if size + unit.tokens > self.overlap_tokens or size + unit.tokens + next_tokens > budget:
+                break
+            carried.insert(0, _Unit(unit.text, unit.tokens, unit.separator, carried=True))
+            size += unit.tokens
+        return carried
+
+    @staticmethod
+    def _carried(units: list[_Unit]) -> int:
+        return sum(unit.tokens for unit in units if unit.carried)
+
+    def _enforce_limit(self, title: str | None, bodies: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
+        """Re-count each finished chunk with its header; cut any that is still too long (belt and braces)."""
+        limit = self._budget
+        counts = self.counter.count_many([indexed_text(title, heading, body) for heading, body in bodies])
+        result: list[tuple[str | None, str]] = []
+        for (heading, body), tokens in zip(bodies, counts, strict=True):
+            if tokens <= limit:
+                result.append((heading, body))
+                continue
+            overflow = tokens - limit
+            room = max(1, self.counter.count(body) - overflow - 2)
+            for span in self.counter.windows(body, room):
+                piece = body[span.start : span.end]
+                while piece and self.counter.count(indexed_text(title, heading, piece)) > limit:
+                    piece = piece[: max(0, len(piece) - max(1, len(piece) // 20))].rstrip()
+                if piece:
+                    result.append((heading, piece))
+        return result
+
+
+def _join(units: list[_Unit]) -> str:
+    parts: list[str] = []
+    for index, unit in enumerate(units):
+        if index:
+            parts.append(unit.separator)
+        parts.append(unit.text)
+    return "".join(parts).strip()
+
+
+def _sections(text: str) -> list[_Section]:
+    sections = [_Section(heading=None)]
+    paragraph: list[str] = []
+
+    def close_paragraph() -> None:
+        if paragraph:
+            joined = "\n".join(paragraph).strip()
+            if joined:
+                sections[-1].paragraphs.append(joined)
+            paragraph.clear()
+
+    for line in text.splitlines():
+        match = _HEADING.match(line)
+        if match:
+            close_paragraph()
+            sections.append(_Section(heading=match.group(2).strip()))
+        elif line.strip():
+            paragraph.append(line.rstrip())
+        else:
+            close_paragraph()
+    close_paragraph()
+    return [section for section in sections if section.paragraphs or section.heading]
+
+
+def _split_sentences(paragraph: str) -> list[str]:
+    sentences: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        candidate = paragraph[start : match.start()]
+        if candidate.lower().endswith(_ABBREVIATIONS):
+            continue
+        if candidate.strip():
+            sentences.append(candidate.strip())
+        start = match.end()
+    tail = paragraph[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences

@@ -1,0 +1,350 @@
+"""``KnowledgeBase``: documents in, cited passages out, over one Milvus collection.
+
+Writes are idempotent and crash-safe:
+
+* A document is identified by ``source_key`` (where it lives) and ``doc_id`` (a hash of its content). Every row
+  stores its document's ``chunk_count``; a document counts as present only when all its rows are there.
+* Adding a document whose key already holds the same ``doc_id`` completely does nothing. A key holding another
+  ``doc_id`` is *replaced*: the new rows are written first, the old ones deleted after, so a crash in between
+  leaves the old version searchable (and the next run finishes the job), never an empty key.
+* Row keys are deterministic (``schema.primary_key``) and written with upsert, so redoing a document that a crash
+  cut off overwrites its partial rows instead of duplicating them.
+
+Embedding runs in batches (one embedder call per batch of documents) and rows are upserted in batches, so
+``add_documents`` costs little beyond the embedding itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from researchcrew.contracts._base import Contract
+from researchcrew.knowledge import schema
+from researchcrew.knowledge.analysis import default_analyzer
+from researchcrew.knowledge.chunking import Chunker, indexed_text
+from researchcrew.knowledge.documents import Chunk, Document
+from researchcrew.knowledge.filters import SearchFilters
+from researchcrew.knowledge.search import Searcher, SearchHit
+from researchcrew.knowledge.store import CollectionStore
+from researchcrew.knowledge.tokens import TokenCounter, token_counter_for
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from researchcrew.knowledge.embedding import Embedder
+    from researchcrew.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+SearchMode = Literal["hybrid", "dense", "bm25"]
+
+_EMBED_GROUP = 256  # chunks per embedder call; the embedder batches further inside
+_UPSERT_ROWS = 512  # rows per upsert call
+_KEYS_PER_LOOKUP = 256  # source keys per state query
+
+
+class AddReport(Contract):
+    """What ``add_documents`` did."""
+
+    documents_added: int = Field(default=0, ge=0, description="New documents (or ones an earlier crash cut off).")
+    documents_replaced: int = Field(default=0, ge=0, description="Keys whose content changed; old chunks removed.")
+    documents_skipped: int = Field(default=0, ge=0, description="Unchanged documents, already complete.")
+    documents_empty: int = Field(default=0, ge=0, description="Documents with no text to index.")
+    chunks_added: int = Field(default=0, ge=0, description="Chunks written.")
+    seconds: float = Field(default=0.0, ge=0, description="Wall time.")
+
+
+class KnowledgeBaseStats(Contract):
+    """What the knowledge base holds."""
+
+    documents: int = Field(description="Complete documents.")
+    chunks: int = Field(description="Chunks (rows) in the collection.")
+    incomplete_documents: int = Field(default=0, description="Documents an interrupted ingest left unfinished.")
+    collection: str = Field(description="Milvus collection name.")
+    uri: str = Field(description="Milvus URI (a Lite file path or a server URL).")
+    embedding_model: str = Field(description="The embedding model the collection was built with.")
+    dimension: int | None = Field(default=None, description="Embedding dimension.")
+    sources: dict[str, int] = Field(default_factory=dict, description="Complete documents per source.")
+
+
+class KnowledgeBase:
+    """The knowledge base over one Milvus collection. Cheap to construct: Milvus is reached on first use."""
+
+    def __init__(self, settings: Settings, *, embedder: Embedder | None = None) -> None:
+        self.settings = settings
+        self._embedder = embedder
+        model_name = getattr(embedder, "model_name", None) or settings.embedding.model
+        self.model_name = str(model_name)
+        self.store = CollectionStore(settings, dimension=lambda: self.embedder.dimension, model_name=self.model_name)
+        self._chunker: Chunker | None = None
+        self._searcher: Searcher | None = None
+
+    # Lazily built parts ----------------------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from researchcrew.knowledge.embedding import get_embedder
+
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    @property
+    def chunker(self) -> Chunker:
+        if self._chunker is None:
+            self._chunker = Chunker(self._token_counter(), max_tokens=self.settings.embedding.max_seq_length)
+        return self._chunker
+
+    def _token_counter(self) -> TokenCounter:
+        path = getattr(self._embedder, "tokenizer_path", None)
+        if path is not None:
+            return TokenCounter(path)
+        from researchcrew.knowledge.embedding import resolve_model_path
+
+        return token_counter_for(resolve_model_path(self.settings.embedding.model))
+
+    @property
+    def searcher(self) -> Searcher:
+        if self._searcher is None:
+            self._searcher = Searcher(self.store, lambda: self.embedder, self.settings.retrieval)
+        return self._searcher
+
+    # Writing ---------------------------------------------------------------------------------------------------
+    def add_documents(
+        self, documents: Sequence[Document], *, progress: Callable[[int, int], None] | None = None
+    ) -> AddReport:
+        """Add, skip or replace documents by source key (see the module docstring). ``progress(done, total)``."""
+        started = time.perf_counter()
+        report = AddReport()
+        latest: dict[str, Document] = {}
+        for document in documents:  # the same key twice in one call: the later one is the current content
+            latest[document.source_key] = document
+        pending = list(latest.values())
+        total, done = len(documents), len(documents) - len(pending)
+        group: list[tuple[Document, list[Chunk], bool]] = []
+        group_chunks = 0
+        for start in range(0, len(pending), _KEYS_PER_LOOKUP):
+            batch = pending[start : start + _KEYS_PER_LOOKUP]
+            state = self._state([document.source_key for document in batch])
+            for document in batch:
+                held = state.get(document.source_key, {})
+                done += 1
+                if held.get(document.doc_id) == "complete" and len(held) == 1:
+                    report.documents_skipped += 1
+                    continue
+                chunks = self.chunker.chunk(document)
+                if not chunks:
+                    logger.warning("%s has no text to index; skipped", document.source_key)
+                    report.documents_empty += 1
+                    continue
+                replacing = any(doc_id != document.doc_id for doc_id in held)
+                group.append((document, chunks, replacing))
+                group_chunks += len(chunks)
+                if group_chunks >= _EMBED_GROUP:
+                    self._write(group, report)
+                    group, group_chunks = [], 0
+                    if progress:
+                        progress(done, total)
+        if group:
+            self._write(group, report)
+        if progress:
+            progress(total, total)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _state(self, source_keys: Sequence[str]) -> dict[str, dict[str, str]]:
+        """source_key → {doc_id: "complete" | "partial"} for the keys given."""
+        if not source_keys:
+            return {}
+        expression = f"{schema.SOURCE_KEY} in [{', '.join(schema.quote(key) for key in source_keys)}]"
+        return {
+            key: {doc_id: status for doc_id, (status, _) in held.items()}
+            for key, held in _completeness(self.store.rows(expression, _STATE_FIELDS)).items()
+        }
+
+    def _write(self, group: list[tuple[Document, list[Chunk], bool]], report: AddReport) -> None:
+        texts = [indexed_text(chunk.title, chunk.heading, chunk.text) for _, chunks, _ in group for chunk in chunks]
+        vectors = self.embedder.embed_documents(texts)
+        if len(vectors) != len(texts):
+            raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
+        analyzer = default_analyzer()
+        now = int(time.time())
+        rows: list[dict[str, Any]] = []
+        index = 0
+        for document, chunks, _ in group:
+            metadata = _json_safe({**document.metadata, "authors": list(document.authors)})
+            source = document.metadata.get("source")
+            source_name = source if isinstance(source, str) and source else document.source_key.split("#", 1)[0]
+            for chunk in chunks:
+                rows.append(
+                    {
+                        schema.PK: schema.primary_key(document.source_key, chunk.chunk_id),
+                        schema.CHUNK_ID: chunk.chunk_id,
+                        schema.DOC_ID: chunk.doc_id,
+                        schema.SOURCE_KEY: schema.clip(schema.SOURCE_KEY, document.source_key),
+                        schema.SOURCE: schema.clip(schema.SOURCE, source_name),
+                        schema.TITLE: schema.clip(schema.TITLE, chunk.title),
+                        schema.URL: schema.clip(schema.URL, chunk.url),
+                        schema.HEADING: schema.clip(schema.HEADING, chunk.heading),
+                        schema.TEXT: schema.clip(schema.TEXT, chunk.text),
+                        schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, analyzer.analyze(texts[index])),
+                        schema.DATE: schema.epoch(chunk.source_date),
+                        schema.POSITION: chunk.position,
+                        schema.CHUNK_COUNT: len(chunks),
+                        schema.INGESTED_AT: now,
+                        schema.METADATA: metadata,
+                        schema.DENSE: vectors[index].tolist(),
+                    }
+                )
+                index += 1
+        for start in range(0, len(rows), _UPSERT_ROWS):
+            self.store.upsert(rows[start : start + _UPSERT_ROWS])
+        # Only now that every new row is in place: drop what the new versions supersede.
+        stale = [
+            f"({schema.SOURCE_KEY} == {schema.quote(document.source_key)} and "
+            f"({schema.DOC_ID} != {schema.quote(document.doc_id)} or {schema.POSITION} >= {len(chunks)}))"
+            for document, chunks, _ in group
+        ]
+        for start in range(0, len(stale), 64):
+            self.store.delete(" or ".join(stale[start : start + 64]))
+        for _, chunks, replacing in group:
+            report.chunks_added += len(chunks)
+            if replacing:
+                report.documents_replaced += 1
+            else:
+                report.documents_added += 1
+
+    def remove(self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = ()) -> int:
+        """Delete the chunks of these source keys and/or documents; returns how many chunks were removed."""
+        if not source_keys and not doc_ids:
+            return 0
+        # A key and an id are alternatives: remove what matches either.
+        clauses = [
+            SearchFilters(source_keys=list(source_keys)).expression() if source_keys else "",
+            SearchFilters(doc_ids=list(doc_ids)).expression() if doc_ids else "",
+        ]
+        expression = " or ".join(f"({clause})" for clause in clauses if clause)
+        count = self.store.count(expression)
+        if count:
+            self.store.delete(expression)
+        logger.info("removed %d chunks (%d source keys, %d doc ids asked)", count, len(source_keys), len(doc_ids))
+        return count
+
+    def flush(self) -> None:
+        """Persist buffered writes now (Milvus Lite also does this on ``close``)."""
+        self.store.flush()
+
+    # Reading ---------------------------------------------------------------------------------------------------
+    def document_index(self) -> dict[str, str]:
+        """source_key → doc_id of every complete document (the newest when a crash left two)."""
+        rows = self.store.rows("", _STATE_FIELDS)
+        index: dict[str, str] = {}
+        for key, held in _completeness(rows).items():
+            complete = [(ingested, doc_id) for doc_id, (status, ingested) in held.items() if status == "complete"]
+            if complete:
+                index[key] = max(complete)[1]
+        return index
+
+    def stats(self) -> KnowledgeBaseStats:
+        rows = list(self.store.rows("", [*_STATE_FIELDS, schema.SOURCE]))
+        state = _completeness(rows)
+        source_of = {(row[schema.SOURCE_KEY], row[schema.DOC_ID]): row[schema.SOURCE] for row in rows}
+        sources: dict[str, int] = defaultdict(int)
+        complete = incomplete = 0
+        for key, held in state.items():
+            for doc_id, (status, _) in held.items():
+                if status == "complete":
+                    complete += 1
+                    sources[source_of[(key, doc_id)]] += 1
+                else:
+                    incomplete += 1
+        recorded = self.store.recorded
+        return KnowledgeBaseStats(
+            documents=complete,
+            chunks=len(rows),
+            incomplete_documents=incomplete,
+            collection=self.store.collection,
+            uri=self.store.uri,
+            embedding_model=str(recorded.get("embedding_model", self.model_name)),
+            dimension=recorded.get("dimension"),
+            sources=dict(sorted(sources.items())),
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        min_relevance: float = 0.0,
+        filters: SearchFilters | None = None,
+        mode: SearchMode = "hybrid",
+        rerank: bool | None = None,
+    ) -> list[SearchHit]:
+        """The best chunks for ``query`` (see ``researchcrew.knowledge.search`` for the pipeline)."""
+        return self.searcher.search(
+            query, top_k=top_k, min_relevance=min_relevance, filters=filters, mode=mode, rerank=rerank
+        )
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        min_relevance: float = 0.0,
+        filters: SearchFilters | None = None,
+        mode: SearchMode = "hybrid",
+        rerank: bool | None = None,
+    ) -> list[SearchHit]:
+        """``search`` on a worker thread: embedding and pymilvus calls block, the event loop must not."""
+        import asyncio
+
+        return await asyncio.to_thread(
+            self.search, query, top_k=top_k, min_relevance=min_relevance, filters=filters, mode=mode, rerank=rerank
+        )
+
+    def ingest(self, paths: Iterable[str | Path], **options: Any) -> Any:
+        """Load files, folders or globs and add them (see ``researchcrew.knowledge.ingest``)."""
+        from researchcrew.knowledge.ingest import ingest_paths
+
+        return ingest_paths(self, paths, **options)
+
+    # Lifecycle -------------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"KnowledgeBase(uri={self.store.uri!r}, collection={self.store.collection!r})"
+
+
+_STATE_FIELDS = [schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_COUNT, schema.INGESTED_AT]
+
+
+def _completeness(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, tuple[str, int]]]:
+    """source_key → {doc_id: ("complete" | "partial", when it was written)} from rows of ``_STATE_FIELDS``."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for row in rows:
+        entry = counts.setdefault((row[schema.SOURCE_KEY], row[schema.DOC_ID]), [0, int(row[schema.CHUNK_COUNT]), 0])
+        entry[0] += 1
+        entry[2] = max(entry[2], int(row[schema.INGESTED_AT]))
+    state: dict[str, dict[str, tuple[str, int]]] = defaultdict(dict)
+    for (key, doc_id), (present, expected, ingested) in counts.items():
+        state[key][doc_id] = ("complete" if present >= expected else "partial", ingested)
+    return state
+
+
+def _json_safe(value: dict[str, Any]) -> dict[str, Any]:
+    """Document metadata as plain JSON (dates and other objects become strings)."""
+    parsed: dict[str, Any] = json.loads(json.dumps(value, default=str))
+    return parsed

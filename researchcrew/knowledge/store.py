@@ -1,0 +1,254 @@
+"""The Milvus side of the knowledge base: one collection, reached through pymilvus' ``MilvusClient``.
+
+The same code talks to Milvus Lite (a ``.db`` file, the default) and to a Milvus server (``http://host:19530``).
+Connecting is lazy and retried on the next call after a failure, so an application can start while its Milvus
+server is down and the RAG source reports "unreachable" per question instead of the process refusing to start.
+
+Every pymilvus call goes through ``_call``, which turns ``MilvusException``/gRPC errors into ``KnowledgeBaseError``
+(``KnowledgeBaseUnavailableError`` when the server cannot be reached) with the operation, collection and URI in
+the message, and bounds each call by ``settings.milvus.timeout_s``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseUnavailableError
+from researchcrew.knowledge import schema
+from researchcrew.knowledge.analysis import ANALYZER_VERSION
+from researchcrew.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
+_UNAVAILABLE_HINTS = ("unavailable", "connect", "deadline", "timed out", "timeout", "refused", "closed channel")
+
+
+class CollectionStore:
+    """A lazily connected handle on the knowledge-base collection."""
+
+    def __init__(self, settings: Settings, *, dimension: Callable[[], int], model_name: str) -> None:
+        self.uri = settings.milvus_uri
+        self.collection = settings.milvus.collection
+        self.lite = schema.is_lite(self.uri)
+        self._settings = settings
+        self._dimension = dimension
+        self._model_name = model_name
+        self._client: Any = None
+        self._lock = threading.RLock()  # re-entrant: a failed connect reports (and resets) under the same lock
+        self.recorded: dict[str, Any] = {}  # what the collection's description says it was built with
+
+    # Connection ------------------------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._connect()
+        return self._client
+
+    def _connect(self) -> Any:
+        from pymilvus import MilvusClient
+
+        milvus = self._settings.milvus
+        if self.lite:
+            Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        token = milvus.token.get_secret_value() if milvus.token else ""
+        try:
+            client = MilvusClient(uri=self.uri, token=token, db_name=milvus.db_name or "", timeout=milvus.timeout_s)
+        except Exception as error:  # pymilvus raises MilvusException, grpc errors or ConnectionConfigException
+            raise self._translate("connect", error) from error
+        try:
+            self._ensure_collection(client)
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    def _ensure_collection(self, client: Any) -> None:
+        timeout = self._settings.milvus.timeout_s
+        try:
+            if not client.has_collection(self.collection, timeout=timeout):
+                dimension = self._dimension()
+                logger.info("creating collection %s at %s (dimension %d)", self.collection, self.uri, dimension)
+                client.create_collection(
+                    self.collection,
+                    schema=schema.build_schema(dimension),
+                    index_params=schema.build_index_params(client, lite=self.lite),
+                    consistency_level="Strong",  # a read right after a write must see it (idempotent ingest)
+                    timeout=timeout,
+                )
+            info = client.describe_collection(self.collection, timeout=timeout)
+            recorded = schema.parse_description((info.get("properties") or {}).get(schema.PROPERTY))
+            names = {field["name"] for field in info.get("fields", [])}
+            if not recorded and schema.SEARCH_TEXT in names:
+                # Just created (or a crash came between creating and labelling): label it while it is empty.
+                rows = client.query(self.collection, filter="", output_fields=["count(*)"], timeout=timeout)
+                if not rows or int(rows[0]["count(*)"]) == 0:
+                    dimension = self._dimension()
+                    label = schema.description(self._model_name, dimension)
+                    client.alter_collection_properties(
+                        self.collection, properties={schema.PROPERTY: label}, timeout=timeout
+                    )
+                    recorded = schema.parse_description(label)
+            # A collection is "released" after a restart; searching needs it loaded (a no-op when it is).
+            client.load_collection(self.collection, timeout=timeout)
+        except Exception as error:
+            raise self._translate("open collection", error) from error
+        self.recorded = recorded
+        self._check_compatible(names)
+
+    def _check_compatible(self, names: set[str]) -> None:
+        recorded = self.recorded
+        if schema.SEARCH_TEXT not in names or recorded.get("researchcrew_schema") != schema.SCHEMA_VERSION:
+            raise KnowledgeBaseError(
+                f"collection {self.collection!r} at {self.uri} was not created by this version of researchcrew; "
+                "choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
+            )
+        if recorded.get("embedding_model") != self._model_name or recorded.get("analyzer") != ANALYZER_VERSION:
+            raise KnowledgeBaseError(
+                f"collection {self.collection!r} was built with embedding model {recorded.get('embedding_model')!r} "
+                f"and analyzer {recorded.get('analyzer')!r}, but the settings use {self._model_name!r} and "
+                f"{ANALYZER_VERSION!r}; re-ingest into a new collection (RESEARCHCREW_MILVUS__COLLECTION) or "
+                "switch the model back"
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            if self.lite:
+                # Seal the in-memory buffer into a segment: searches then reuse a cached BM25 index.
+                client.flush(self.collection)
+        except Exception as error:  # closing must not raise; the data is already in the write-ahead log
+            logger.warning("flushing %s on close failed: %s", self.collection, error)
+        finally:
+            client.close()
+
+    # Calls -----------------------------------------------------------------------------------------------------
+    def _call(self, operation: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        client = self.client
+        try:
+            return function(client, *args, timeout=self._settings.milvus.timeout_s, **kwargs)
+        except Exception as error:
+            raise self._translate(operation, error) from error
+
+    def _translate(self, operation: str, error: Exception) -> KnowledgeBaseError:
+        """Name the failure; a dead or unreachable server becomes ``KnowledgeBaseUnavailableError``."""
+        import grpc
+        from pymilvus import MilvusException
+        from pymilvus.exceptions import ConnectionConfigException
+
+        message = f"{operation} on collection {self.collection!r} at {self.uri} failed: {error}"
+        unavailable = False
+        if isinstance(error, grpc.RpcError):
+            code = error.code() if callable(getattr(error, "code", None)) else None
+            unavailable = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        elif isinstance(error, ConnectionConfigException):
+            return KnowledgeBaseError(message)
+        elif isinstance(error, MilvusException):
+            text = str(error).lower()
+            unavailable = error.code == 2 or any(hint in text for hint in _UNAVAILABLE_HINTS)
+        elif isinstance(error, TimeoutError | ConnectionError | OSError):
+            unavailable = True
+        else:
+            raise error  # not a Milvus failure: a bug, let it surface with its own traceback
+        logger.warning("%s", message)
+        if unavailable:
+            with self._lock:  # reconnect on the next call
+                stale, self._client = self._client, None
+            if stale is not None:
+                stale.close()
+            return KnowledgeBaseUnavailableError(message)
+        return KnowledgeBaseError(message)
+
+    def upsert(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self._call("upsert", lambda c, **kw: c.upsert(self.collection, rows, **kw))
+
+    def delete(self, expression: str) -> None:
+        self._call("delete", lambda c, **kw: c.delete(self.collection, filter=expression, **kw))
+
+    def count(self, expression: str = "") -> int:
+        rows = self._call(
+            "count",
+            lambda c, **kw: c.query(self.collection, filter=expression, output_fields=["count(*)"], **kw),
+        )
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def rows(self, expression: str, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """All rows matching ``expression``.
+
+        Milvus Lite answers an unlimited query in one go. A server caps one query at 16,384 rows, so there the
+        rows are paged with pymilvus' query iterator (which Lite does not fully implement).
+        """
+        base = expression or f'{schema.PK} != ""'
+        output = [schema.PK, *fields]
+        if self.lite:
+            yield from self._call(
+                "query", lambda c, **kw: c.query(self.collection, filter=base, output_fields=output, **kw)
+            )
+            return
+        iterator = self._call(
+            "query",
+            lambda c, **kw: c.query_iterator(
+                self.collection, batch_size=_PAGE, filter=base, output_fields=output, **kw
+            ),
+        )
+        try:
+            while True:
+                page = self._call("query", lambda _c, **_kw: iterator.next())
+                if not page:
+                    return
+                yield from page
+        finally:
+            iterator.close()
+
+    def fetch(self, pks: Sequence[str], fields: Sequence[str]) -> list[dict[str, Any]]:
+        if not pks:
+            return []
+        expression = f"{schema.PK} in [{', '.join(schema.quote(pk) for pk in pks)}]"
+        return list(
+            self._call(
+                "get",
+                lambda c, **kw: c.query(self.collection, filter=expression, output_fields=list(fields), **kw),
+            )
+        )
+
+    def search_dense(self, vector: list[float], limit: int, expression: str) -> list[dict[str, Any]]:
+        params = schema.dense_search_params(lite=self.lite, limit=limit)
+        return self._search(schema.DENSE, [vector], limit, expression, params)
+
+    def search_bm25(self, analysed_query: str, limit: int, expression: str) -> list[dict[str, Any]]:
+        if not analysed_query.strip():
+            return []  # nothing to match (a query of stop words only)
+        return self._search(schema.SPARSE, [analysed_query], limit, expression, {"metric_type": "BM25"})
+
+    def _search(
+        self, field: str, data: list[Any], limit: int, expression: str, params: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        result = self._call(
+            f"search {field}",
+            lambda c, **kw: c.search(
+                self.collection,
+                data=data,
+                anns_field=field,
+                limit=limit,
+                filter=expression,
+                output_fields=schema.OUTPUT_FIELDS,
+                search_params=params,
+                **kw,
+            ),
+        )
+        return list(result[0]) if result else []
+
+    def flush(self) -> None:
+        self._call("flush", lambda c, **kw: c.flush(self.collection, **kw))

@@ -1,0 +1,101 @@
+"""``RAGTool`` (``rag_search``): the knowledge base in Milvus as a retrieval source.
+
+The tool is a thin adapter: it receives a ``KnowledgeBase`` (constructed at the edge and shared), runs its hybrid
+search on a worker thread (``KnowledgeBase.asearch``), and maps hits to ``ContextChunk`` with the document id as
+``source_id`` and the section heading, position and source key in ``metadata`` so citations can say where a
+passage sits. An empty collection is "no results", not a failure; a Milvus server that cannot be reached is a
+``ToolError("unreachable")`` that the Retriever reports as data.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, ClassVar
+
+from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseUnavailableError, ModelUnavailableError, ToolError
+from researchcrew.knowledge.filters import SearchFilters
+from researchcrew.tools.base import Tool
+
+if TYPE_CHECKING:
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.knowledge.search import SearchHit
+
+logger = logging.getLogger(__name__)
+
+
+class RAGTool(Tool):
+    """Hybrid (dense + BM25) search over the knowledge-base collection in Milvus."""
+
+    name: ClassVar[str] = "rag_search"
+    description: ClassVar[str] = (
+        "Search the local knowledge base (papers and notes loaded with `researchcrew ingest`) for passages "
+        "relevant to the query; returns cited passages with title, section and date."
+    )
+    source_type: ClassVar[str] = "rag"
+
+    def __init__(self, knowledge_base: KnowledgeBase) -> None:
+        self.knowledge_base = knowledge_base
+
+    async def _search(  # type: ignore[override]
+        self,
+        query: str,
+        *,
+        num_results: int = 5,
+        top_k: int | None = None,
+        min_relevance: float | None = None,
+        filters: SearchFilters | dict[str, object] | None = None,
+        user_id: str | None = None,
+        session_id: str | None = None,
+    ) -> list[ContextChunk]:
+        """``top_k`` is the seed's name for ``num_results``; ``user_id``/``session_id`` are accepted and unused
+        (the knowledge base is shared, not per user)."""
+        del user_id, session_id
+        count = top_k if top_k is not None else num_results
+        if count < 1:
+            raise ToolError("invalid_request", f"num_results must be at least 1, got {count}")
+        threshold = self.knowledge_base.settings.retrieval.min_relevance if min_relevance is None else min_relevance
+        if not 0.0 <= threshold <= 1.0:
+            raise ToolError("invalid_request", f"min_relevance must be in [0, 1], got {threshold}")
+        try:
+            parsed = SearchFilters.model_validate(filters) if isinstance(filters, dict) else filters
+        except ValueError as error:
+            raise ToolError("invalid_request", f"invalid filters: {error}") from error
+        try:
+            hits = await self.knowledge_base.asearch(query, top_k=count, min_relevance=threshold, filters=parsed)
+        except KnowledgeBaseUnavailableError as error:
+            raise ToolError("unreachable", str(error)) from error
+        except KnowledgeBaseError as error:
+            raise ToolError("bad_response", str(error)) from error
+        except ModelUnavailableError as error:
+            raise ToolError("not_configured", str(error)) from error
+        return [to_context_chunk(hit, tool_name=self.name) for hit in hits]
+
+
+def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name) -> ContextChunk:
+    """A search hit as evidence: relevance, citation fields, and where in the document it sits."""
+    metadata: dict[str, object] = {
+        **hit.metadata,
+        "heading": hit.heading,
+        "position": hit.position,
+        "chunk_count": hit.chunk_count,
+        "source_key": hit.source_key,
+        "source": hit.source,
+        "scores": hit.scores.model_dump(),
+    }
+    if hit.date_hint_match is not None:
+        metadata["date_hint_match"] = hit.date_hint_match
+    authors = metadata.pop("authors", [])
+    return ContextChunk(
+        chunk_id=hit.chunk_id,
+        source_type=RAGTool.source_type,
+        content=hit.text,
+        semantic_relevance=hit.relevance,
+        title=hit.title,
+        url=hit.url,
+        source_id=hit.doc_id,
+        source_date=hit.source_date,
+        authors=[str(author) for author in authors] if isinstance(authors, list) else [],
+        metadata=metadata,
+        tool_name=tool_name,
+    )
