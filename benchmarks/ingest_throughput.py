@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/ingest_throughput.py                 # everything (several minutes on 2 cores)
     .venv/bin/python benchmarks/ingest_throughput.py --limit 1000    # end to end on the first 1,000 documents
     .venv/bin/python benchmarks/ingest_throughput.py --skip-e2e      # embedder alone: torch vs ONNX float vs int8
+    .venv/bin/python benchmarks/ingest_throughput.py --quality --skip-e2e --skip-embedders   # int8 vs float nDCG
 
 Prints one JSON document:
 
@@ -10,6 +11,7 @@ Prints one JSON document:
   ONNX int8, and how close the ONNX vectors are to torch's (cosine min/mean);
 * ``end_to_end``: ``ingest_paths`` through the real ``KnowledgeBase`` (read, chunk, embed, insert) — documents/s,
   chunks/s, the share of the time spent embedding — and a second, unchanged run (what re-ingesting costs);
+* ``quality`` (``--quality``): dense-only nDCG@10 on the SciFact test queries with the float and the int8 model;
 * ``machine``: CPU count and load average before and after (the machine may be shared: read numbers with it).
 
 Issue 3 asks for ≥ 40 documents/s end to end on this 2-core machine.
@@ -130,6 +132,51 @@ def bench_embedders(corpus: Path, sample: int, *, skip_torch: bool, repeat: int)
     return results
 
 
+def bench_quality(corpus: Path) -> dict[str, Any]:
+    """Dense-only nDCG@10 on the SciFact test queries, whole abstracts, ONNX float (= torch) vs ONNX int8.
+
+    Answers "does quantisation cost retrieval quality?" on the benchmark the knowledge base is judged by.
+    """
+    import math
+
+    from researchcrew.knowledge.embedding import default_cache_dir, load_embedder
+    from researchcrew.settings import EmbeddingSettings
+
+    folder = corpus.parent
+    records = [json.loads(line) for line in corpus.read_text().splitlines()]
+    ids = [str(record["_id"]) for record in records]
+    texts = [f"{record.get('title', '')}\n{record.get('text', '')}" for record in records]
+    queries = {str(q["_id"]): q["text"] for q in map(json.loads, (folder / "queries.jsonl").read_text().splitlines())}
+    qrels: dict[str, set[str]] = {}
+    for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]:
+        query_id, corpus_id, score = line.split("\t")
+        if int(score) > 0:
+            qrels.setdefault(query_id, set()).add(corpus_id)
+    query_ids = sorted(qrels)
+    results: dict[str, Any] = {"queries": len(query_ids), "documents": len(ids)}
+    document_vectors: dict[str, Any] = {}
+    for name, quantize in (("onnx_float", False), ("onnx_int8", True)):
+        settings = EmbeddingSettings(backend="onnx", onnx_quantize=quantize)
+        embedder = load_embedder(settings, cache_dir=default_cache_dir())
+        documents = embedder.embed_documents(texts)
+        document_vectors[name] = documents
+        scores = embedder.embed_documents([queries[q] for q in query_ids]) @ documents.T
+        total = 0.0
+        for row, query_id in enumerate(query_ids):
+            top = np.argsort(-scores[row])[:10]
+            gain = sum(1 / math.log2(rank + 2) for rank, index in enumerate(top) if ids[index] in qrels[query_id])
+            ideal = sum(1 / math.log2(rank + 2) for rank in range(min(10, len(qrels[query_id]))))
+            total += gain / ideal
+        results[name] = {"dense_ndcg_at_10": round(total / len(query_ids), 4)}
+    cosines = (document_vectors["onnx_float"] * document_vectors["onnx_int8"]).sum(axis=1)
+    results["int8_vs_float_document_cosine"] = {
+        "min": round(float(cosines.min()), 5),
+        "p1": round(float(np.percentile(cosines, 1)), 5),
+        "mean": round(float(cosines.mean()), 5),
+    }
+    return results
+
+
 def bench_end_to_end(corpus: Path, limit: int | None) -> dict[str, Any]:
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.knowledge.embedding import default_cache_dir, get_embedder
@@ -185,6 +232,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="Embedder rounds (alternating backends; best kept).")
     parser.add_argument("--skip-embedders", action="store_true", help="Only the end-to-end run.")
     parser.add_argument("--skip-e2e", action="store_true", help="Only the embedder-alone comparison.")
+    parser.add_argument("--quality", action="store_true",
+                        help="Also dense-only nDCG@10 on the SciFact test queries, float vs int8 (a few minutes).")
     args = parser.parse_args()
     if not args.corpus.is_file():
         sys.exit(f"corpus not found: {args.corpus} (SciFact lives in ../shared/data/scifact)")
@@ -196,6 +245,8 @@ def main() -> None:
     }
     if not args.skip_embedders:
         report["embedder"] = bench_embedders(args.corpus, args.sample, skip_torch=args.skip_torch, repeat=args.rounds)
+    if args.quality:
+        report["quality"] = bench_quality(args.corpus)
     if not args.skip_e2e:
         report["end_to_end"] = bench_end_to_end(args.corpus, args.limit)
         report["target_documents_per_second"] = 40
