@@ -104,7 +104,9 @@ async def test_mark_failed_reschedules_and_delivered_items_are_never_claimed_aga
 
     assert await store.claim_due_outbox(limit=10) == []  # one delivered, one not due yet
     counts = await store.outbox_counts()
-    assert counts == {"pending": 1, "due": 0, "leased": 0, "delivered": 1, "failed_attempts": 1, "failing": 1}
+    assert counts == {
+        "pending": 1, "due": 0, "leased": 0, "delivered": 1, "dead": 0, "failed_attempts": 1, "failing": 1
+    }
 
     [retry] = await store.claim_due_outbox(limit=10, now=later)
     assert retry.id == failing.id and (retry.failures, retry.attempts) == (1, 2)
@@ -124,3 +126,104 @@ async def test_prune_removes_only_old_delivered_items(store: MemoryStore) -> Non
     assert await store.prune_outbox(delivered_before=datetime.now(UTC) - timedelta(hours=1)) == 0
     assert await store.prune_outbox(delivered_before=datetime.now(UTC) + timedelta(seconds=1)) == 2
     assert (await store.outbox_counts())["pending"] == 1
+
+
+async def test_a_claim_takes_no_more_than_its_limit(store: MemoryStore) -> None:
+    """Regression: on PostgreSQL, ``UPDATE … WHERE id IN (SELECT … LIMIT n FOR UPDATE SKIP LOCKED)`` may run the
+    subquery once per candidate row, so each run's "first n" differs and the UPDATE took every due row."""
+    await _fill(store, 50)
+
+    [one] = await store.claim_due_outbox(limit=1, lease_s=60)
+    counts = await store.outbox_counts()
+    assert (counts["leased"], counts["due"]) == (1, 49)
+    seven = await store.claim_due_outbox(limit=7, lease_s=60)
+    assert len(seven) == 7 and one.id not in {item.id for item in seven}
+    assert one.id < min(item.id for item in seven)  # oldest due first
+    assert (await store.outbox_counts())["leased"] == 8
+
+
+async def test_concurrent_single_item_claimers_never_overlap(database: Database, store: MemoryStore) -> None:
+    await _fill(store, 50)
+    others = [await MemoryStore.open(database.url) for _ in range(2)]  # separate pools, like other processes
+    claimers = [store, *others]
+    try:
+        rounds = [
+            await asyncio.gather(*(claimer.claim_due_outbox(limit=1, lease_s=60) for claimer in claimers))
+            for _ in range(20)
+        ]
+    finally:
+        for other in others:
+            await other.close()
+    batches = [batch for claims in rounds for batch in claims]
+    assert all(len(batch) <= 1 for batch in batches)
+    claimed = [item.id for batch in batches for item in batch]
+    assert len(claimed) == len(set(claimed)) == 50  # 60 claims of one: all 50 rows, each exactly once
+    assert (await store.outbox_counts())["leased"] == 50
+
+
+async def test_a_dead_write_is_kept_and_listed_but_never_due_nor_pending(store: MemoryStore) -> None:
+    await _fill(store, 3)
+    refused, waiting, sent = await store.claim_due_outbox(limit=3, lease_s=60)
+    assert await store.mark_dead(refused.id, error="http_error (HTTP 400): bad request")
+    await store.mark_failed(waiting.id, error="unreachable", next_attempt_at=datetime.now(UTC))
+    await store.mark_delivered(sent.id)
+
+    far_future = datetime.now(UTC) + timedelta(days=36_500)
+    counts = await store.outbox_counts(now=far_future)
+    assert counts == {
+        "pending": 1, "due": 1, "leased": 0, "delivered": 1, "dead": 1, "failed_attempts": 2, "failing": 1
+    }
+    [again] = await store.claim_due_outbox(limit=10, now=far_future)
+    assert again.id == waiting.id  # the dead one is never claimed, however late
+    # A late report from another worker changes nothing: a dead write is not revived by a failure, and dying
+    # twice is refused.
+    await store.mark_failed(refused.id, error="late", next_attempt_at=datetime.now(UTC))
+    assert not await store.mark_dead(refused.id, error="again")
+    assert not await store.mark_dead(sent.id, error="delivered items cannot die")
+
+    exported = {item["id"]: item for item in (await store.export_user(user_id="ada"))["outbox"]}
+    dead = exported[refused.id]
+    assert dead["state"] == "dead" and dead["last_error"] == "http_error (HTTP 400): bad request"
+    assert dead["dead_at"] is not None and dead["delivered_at"] is None and dead["lease_until"] is None
+    assert (exported[waiting.id]["state"], exported[sent.id]["state"]) == ("pending", "delivered")
+    # Its key stays taken: the same write enqueued again is not retried behind the user's back.
+    assert not await store.enqueue_outbox(user_id="ada", kind="zep.add_messages", payload={},
+                                          idempotency_key=refused.idempotency_key)
+    assert await store.prune_outbox(delivered_before=far_future) == 1  # prunes the delivered one only
+    assert (await store.outbox_counts())["dead"] == 1
+    assert (await store.forget_user(user_id="ada"))["outbox"] == 2  # forgetting the user removes it too
+
+
+async def test_a_dead_write_delivered_after_all_counts_as_delivered(store: MemoryStore) -> None:
+    """A worker whose lease ran out got the write through after another declared it dead: Zep has it."""
+    await _fill(store, 1)
+    [item] = await store.claim_due_outbox(limit=1)
+    assert await store.mark_dead(item.id, error="refused")
+    assert await store.mark_delivered_many([item.id]) == 1
+    [exported] = (await store.export_user(user_id="ada"))["outbox"]
+    assert (exported["state"], exported["dead_at"]) == ("delivered", None)
+    counts = await store.outbox_counts()
+    assert (counts["delivered"], counts["dead"], counts["pending"]) == (1, 0, 0)
+
+
+async def test_mark_delivered_many_marks_each_row_once_in_one_transaction(store: MemoryStore) -> None:
+    await _fill(store, 5)
+    items = await store.claim_due_outbox(limit=5)
+    ids = [item.id for item in items]
+    assert await store.mark_delivered_many([]) == 0
+    assert await store.mark_delivered_many(ids[:3] + ids[:1]) == 3  # a repeated id counts once
+    assert await store.mark_delivered_many(ids) == 2  # the three already delivered are left as they were
+    exported = (await store.export_user(user_id="ada"))["outbox"]
+    assert {item["state"] for item in exported} == {"delivered"}
+    assert all(item["lease_until"] is None and item["claim_token"] is None for item in exported)
+    first_three = {item["delivered_at"] for item in exported if item["id"] in ids[:3]}
+    assert len(first_three) == 1  # one transaction, one timestamp
+    assert await store.claim_due_outbox(limit=10, now=datetime.now(UTC) + timedelta(days=1)) == []
+
+
+async def test_mark_delivered_many_takes_more_ids_than_one_statement_holds(store: MemoryStore) -> None:
+    await _fill(store, 620)
+    ids = [item.id for item in await store.claim_due_outbox(limit=1_000, lease_s=60)]
+    assert len(ids) == 620
+    assert await store.mark_delivered_many(ids) == 620
+    assert (await store.outbox_counts())["delivered"] == 620
