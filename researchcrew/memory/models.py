@@ -214,7 +214,10 @@ class PreferencesRow(Base):
 
 
 class OutboxRow(Base):
-    """A write to an external memory (Zep) waiting for delivery; delivered exactly once by idempotency key."""
+    """A write to an external memory (Zep) waiting for delivery; delivered exactly once by idempotency key.
+
+    Pending while ``delivered_at`` and ``dead_at`` are both NULL; ``dead_at`` is set when the destination refused
+    the write for good (kept for export and inspection, never retried)."""
 
     __tablename__ = "memory_outbox"
     __table_args__ = (
@@ -236,6 +239,7 @@ class OutboxRow(Base):
     failures: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, default=None)
     delivered_at: Mapped[datetime | None] = mapped_column(default=None)
+    dead_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 ALL_TABLES = tuple(Base.metadata.sorted_tables)

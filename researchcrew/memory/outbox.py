@@ -15,8 +15,12 @@ Why it cannot lose or duplicate a write:
 
 Failures: a retryable one (Zep down, slow, 5xx, 429, auth) reschedules the row with exponential backoff and
 jitter, capped, and opens a circuit: the worker stops calling Zep and probes it with one row at a time until a
-probe succeeds. A write Zep refuses for good (a 4xx such as 400) is parked after ``permanent_after`` failures,
-with the reason; it stays in the store (``export_user`` shows it) but is never retried.
+probe succeeds. A write Zep refuses for good (a 4xx such as 400) is marked dead after ``permanent_after``
+failures (``MemoryStore.mark_dead``), with the reason: it stays in the store (``export_user`` lists it, state
+"dead"; ``outbox_counts()["dead"]`` counts it) but is never retried and no longer counts as pending.
+
+Bookkeeping: the rows one cycle delivered are marked delivered together, in one transaction
+(``mark_delivered_many``), once every session group of the cycle has finished; a failure is recorded at once.
 """
 
 from __future__ import annotations
@@ -45,10 +49,6 @@ logger = logging.getLogger(__name__)
 
 ZEP_ADD_TURN = "zep.add_turn"
 ZEP_DELETE_USER = "zep.delete_user"
-# A row Zep refused for good is parked: due again only in a year no deployment will see. (The store has no
-# "dead" state; see the report. export_user still lists it with its last_error.)
-PARKED_UNTIL = datetime(9999, 1, 1, tzinfo=UTC)
-PARKED_PREFIX = "permanent: "
 MAX_CITATIONS_IN_METADATA = 20
 
 
@@ -63,10 +63,13 @@ class OutboxStore(Protocol):
     ) -> list[OutboxItem]:
         ...
 
-    async def mark_delivered(self, item_id: int) -> None:
+    async def mark_delivered_many(self, item_ids: Sequence[int]) -> int:
         ...
 
     async def mark_failed(self, item_id: int, *, error: str, next_attempt_at: datetime) -> None:
+        ...
+
+    async def mark_dead(self, item_id: int, *, error: str) -> bool:
         ...
 
     async def outbox_counts(self, *, now: datetime | None = None) -> dict[str, int]:
@@ -118,7 +121,7 @@ def forget_write(user_id: str) -> OutboxWrite:
 class RetryPolicy:
     base_delay_s: float = 0.5
     max_delay_s: float = 5.0  # also the longest Zep can be back before the worker notices (circuit probe)
-    permanent_after: int = 3  # failures of a write Zep refuses (4xx) before it is parked
+    permanent_after: int = 3  # failures of a write Zep refuses (4xx) before it is marked dead
 
     def delay(self, failures: int) -> float:
         """Exponential backoff with "equal jitter": between half and all of min(max, base·2^(n-1))."""
@@ -151,10 +154,10 @@ class _Circuit:
 
 @dataclass(frozen=True)
 class DrainReport:
-    """What one ``drain`` did. ``pending`` is the store's count afterwards, parked rows included."""
+    """What one ``drain`` did. ``pending`` is the store's count afterwards (dead rows are not pending)."""
 
     delivered: int
-    parked: int
+    dead: int
     rescheduled: int
     pending: int
     seconds: float
@@ -188,7 +191,7 @@ class OutboxWorker:
         self._wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.delivered = self.parked = self.rescheduled = 0
+        self.delivered = self.dead = self.rescheduled = 0
 
     # ---- enqueue ---------------------------------------------------------------------------------------------
     async def enqueue(self, user_id: str, write: OutboxWrite) -> bool:
@@ -257,7 +260,7 @@ class OutboxWorker:
         Works whether or not the background loop runs (both may claim; the lease keeps them apart)."""
         started = time.monotonic()
         deadline = started + timeout_s
-        before = (self.delivered, self.parked, self.rescheduled)
+        before = (self.delivered, self.dead, self.rescheduled)
         while True:
             processed = await self.run_once()
             if processed:
@@ -270,7 +273,7 @@ class OutboxWorker:
             await asyncio.sleep(min(remaining, max(self._circuit.wait_s(), 0.05), self.poll_interval_s))
         counts = await self.store.outbox_counts()
         return DrainReport(
-            delivered=self.delivered - before[0], parked=self.parked - before[1],
+            delivered=self.delivered - before[0], dead=self.dead - before[1],
             rescheduled=self.rescheduled - before[2], pending=counts["pending"],
             seconds=time.monotonic() - started,
         )
@@ -288,21 +291,31 @@ class OutboxWorker:
         groups: dict[str, list[OutboxItem]] = {}
         for item in items:  # one session's turns go in order; sessions go concurrently
             groups.setdefault(str(item.payload.get("session_id") or item.user_id), []).append(item)
-        outcomes = await asyncio.gather(*(self._deliver_group(g) for g in groups.values()), return_exceptions=True)
+        delivered: list[OutboxItem] = []
+        outcomes = await asyncio.gather(*(self._deliver_group(g, delivered) for g in groups.values()),
+                                        return_exceptions=True)
+        if delivered:
+            # One transaction for the whole cycle. If it fails, the rows stay leased and are redelivered after the
+            # lease: Zep dedups by message id, so that costs calls, not duplicates.
+            await self.store.mark_delivered_many([item.id for item in delivered])
+            self.delivered += len(delivered)
         for outcome in outcomes:  # every group finished; now surface a store failure (its rows stay leased)
             if isinstance(outcome, BaseException):
                 raise outcome
         return len(items)
 
-    async def _deliver_group(self, items: Sequence[OutboxItem]) -> None:
+    async def _deliver_group(self, items: Sequence[OutboxItem], delivered: list[OutboxItem]) -> None:
         async with self._limit:
             for item in items:
                 if self._circuit.wait_s() > 0:  # Zep failed meanwhile: do not queue more calls behind it
                     await self._reschedule(item, _NO_CONNECTION_ERROR, at=self._circuit.wait_s())
                     continue
-                await self._deliver(item)
+                if await self._deliver(item):
+                    delivered.append(item)
 
-    async def _deliver(self, item: OutboxItem) -> None:
+    async def _deliver(self, item: OutboxItem) -> bool:
+        """Send one row to Zep; True when Zep has it (the caller records the delivery). A failure is recorded
+        here (rescheduled, or dead)."""
         try:
             outcome = await self._dispatch(item)
         except ZepError as error:
@@ -311,17 +324,16 @@ class OutboxWorker:
                     self._circuit.record_failure()
                 await self._reschedule(item, error, at=self.policy.delay(item.failures + 1))
             elif item.failures + 1 >= self.policy.permanent_after:
-                await self._park(item, f"{error.kind} (HTTP {error.status_code}): {error.message}")
+                await self._bury(item, f"{error.kind} (HTTP {error.status_code}): {error.message}")
             else:
                 await self._reschedule(item, error, at=self.policy.delay(item.failures + 1))
-            return
+            return False
         except (ValidationError, KeyError, TypeError) as error:  # a payload this version cannot read
-            await self._park(item, f"unreadable payload for {item.kind}: {error}")
-            return
+            await self._bury(item, f"unreadable payload for {item.kind}: {error}")
+            return False
         self._circuit.record_success()
-        await self.store.mark_delivered(item.id)
-        self.delivered += 1
         logger.debug("outbox: %s %s (%s)", item.kind, item.idempotency_key, outcome)
+        return True
 
     async def _dispatch(self, item: OutboxItem) -> str:
         payload = item.payload
@@ -340,11 +352,11 @@ class OutboxWorker:
                                      next_attempt_at=datetime.now(UTC) + timedelta(seconds=at))
         self.rescheduled += 1
 
-    async def _park(self, item: OutboxItem, reason: str) -> None:
-        logger.error("outbox: %s refused for good after %d attempt(s): %s", item.idempotency_key, item.attempts,
-                     reason)
-        await self.store.mark_failed(item.id, error=PARKED_PREFIX + reason, next_attempt_at=PARKED_UNTIL)
-        self.parked += 1
+    async def _bury(self, item: OutboxItem, reason: str) -> None:
+        logger.error("outbox: %s refused for good after %d attempt(s); marked dead: %s", item.idempotency_key,
+                     item.attempts, reason)
+        if await self.store.mark_dead(item.id, error=reason):
+            self.dead += 1
 
 
 __all__ = [

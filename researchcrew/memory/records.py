@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field
 
 from researchcrew.contracts.query import UserPreferences
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=512)]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+OutboxState = Literal["pending", "delivered", "dead"]
 
 
 class _Input(BaseModel):
@@ -173,7 +174,7 @@ class OutboxWrite(_Input):
 class OutboxItem(_Record):
     """A queued write as a worker sees it after claiming it."""
 
-    id: int = Field(description="Row id; pass it to mark_delivered / mark_failed.")
+    id: int = Field(description="Row id; pass it to mark_delivered / mark_failed / mark_dead.")
     user_id: str = Field(description="Whose data the write carries (forget_user removes pending writes too).")
     kind: str = Field(description="What to do.")
     payload: dict[str, Any] = Field(description="Its arguments.")
@@ -186,3 +187,13 @@ class OutboxItem(_Record):
     failures: int = Field(description="How many delivery attempts failed.")
     last_error: str | None = Field(default=None, description="The latest failure.")
     delivered_at: datetime | None = Field(default=None, description="When it was delivered; None while pending.")
+    dead_at: datetime | None = Field(
+        default=None, description="When the destination refused it for good (never retried); None otherwise."
+    )
+
+    @computed_field(description="pending (being delivered or waiting), delivered, or dead.")  # type: ignore[prop-decorator]
+    @property
+    def state(self) -> OutboxState:
+        if self.delivered_at is not None:
+            return "delivered"
+        return "dead" if self.dead_at is not None else "pending"

@@ -488,17 +488,34 @@ class MemoryStore:
     async def mark_delivered(self, item_id: int) -> None:
         """The item reached its destination; it is never claimed again."""
         async with self._writing() as session:
-            await outbox_store.mark_delivered(session, item_id=item_id, now=_utcnow())
+            await outbox_store.mark_delivered(session, item_ids=[item_id], now=_utcnow())
+
+    @_guarded("mark_delivered_many")
+    async def mark_delivered_many(self, item_ids: Sequence[int]) -> int:
+        """Several items reached their destination: one transaction (one commit, one write lock) for all of them.
+        Returns how many were not already marked delivered."""
+        if not item_ids:
+            return 0
+        async with self._writing() as session:
+            return await outbox_store.mark_delivered(session, item_ids=item_ids, now=_utcnow())
 
     @_guarded("mark_failed")
     async def mark_failed(self, item_id: int, *, error: str, next_attempt_at: datetime) -> None:
-        """Delivery failed: release the lease and retry at ``next_attempt_at`` (no effect once delivered)."""
+        """Delivery failed: release the lease and retry at ``next_attempt_at`` (no effect once delivered or dead)."""
         async with self._writing() as session:
             await outbox_store.mark_failed(session, item_id=item_id, error=error, next_attempt_at=next_attempt_at)
 
+    @_guarded("mark_dead")
+    async def mark_dead(self, item_id: int, *, error: str) -> bool:
+        """The destination refused the write for good: it is kept with ``error`` (export lists it, state "dead")
+        but never claimed again, and no longer counts as pending. False when it was already delivered or dead."""
+        async with self._writing() as session:
+            return await outbox_store.mark_dead(session, item_id=item_id, error=error, now=_utcnow())
+
     @_guarded("outbox_counts")
     async def outbox_counts(self, *, now: datetime | None = None) -> dict[str, int]:
-        """pending (not delivered), due, leased, delivered, failed_attempts (sum), failing (pending with ≥1 failure)."""
+        """pending (neither delivered nor dead), due, leased, delivered, dead (refused for good), failed_attempts
+        (sum over all rows), failing (pending with ≥1 failure)."""
         async with self._read() as session:
             return await outbox_store.counts(session, now=now or _utcnow())
 
@@ -512,7 +529,10 @@ class MemoryStore:
     # ---- privacy -------------------------------------------------------------------------------------------
     @_guarded("export_user")
     async def export_user(self, *, user_id: str) -> dict[str, Any]:
-        """Everything stored about the user, JSON-able (embeddings left out: they are derived from the text)."""
+        """Everything stored about the user, JSON-able (embeddings left out: they are derived from the text).
+
+        ``outbox`` lists every write queued for Zep with its ``state``: pending, delivered (until pruned) or dead
+        (refused for good, with the reason in ``last_error``)."""
         async with self._read() as session:
             stmt = exchanges.exchange_select().where(ExchangeRow.user_id == user_id)
             stmt = stmt.order_by(ExchangeRow.asked_at, ExchangeRow.id)

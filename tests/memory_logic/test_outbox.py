@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 import pytest
 
-from researchcrew.memory.outbox import PARKED_PREFIX, ZEP_ADD_TURN, OutboxWorker, RetryPolicy, forget_write
+from researchcrew.memory.outbox import ZEP_ADD_TURN, OutboxWorker, RetryPolicy, forget_write
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory, zep_session_id
 from tests.loopback.server import LoopbackServer, Reply, Request, closed_port, wait_until
@@ -118,7 +119,7 @@ async def test_a_lost_response_is_retried_without_duplicating_the_turn(
     assert len(fake_zep.message_ids_received()) == 6 and fake_zep.duplicates() == {}
 
 
-async def test_a_write_zep_refuses_for_good_is_parked_with_its_reason_and_the_rest_goes_through(
+async def test_a_write_zep_refuses_for_good_is_dead_with_its_reason_and_the_rest_goes_through(
     outbox_store: MemoryStore, zep: ZepMemory, zep_server: LoopbackServer, fake_zep: FakeZep
 ) -> None:
     def refuse_user1(request: Request) -> Reply | None:
@@ -134,14 +135,20 @@ async def test_a_write_zep_refuses_for_good_is_parked_with_its_reason_and_the_re
 
     report = await worker.drain(10)
 
-    assert report.delivered == 5 and report.parked == 1
+    assert report.delivered == 5 and report.dead == 1 and report.pending == 0  # dead is not pending
     refused = [r for r in _memory_posts(zep_server) if zep_session_id("user1", "session1") in r.path]
-    assert len(refused) == FAST.permanent_after  # tried N times, then parked
+    assert len(refused) == FAST.permanent_after  # tried N times, then given up
     items = (await outbox_store.export_user(user_id="user1"))["outbox"]
-    parked = [i for i in items if i["delivered_at"] is None]
-    assert len(parked) == 1 and parked[0]["last_error"].startswith(PARKED_PREFIX)
-    assert "never accept" in parked[0]["last_error"]
-    assert (await outbox_store.outbox_counts())["due"] == 0  # never claimed again
+    [dead] = [i for i in items if i["delivered_at"] is None]
+    assert dead["state"] == "dead" and dead["dead_at"] is not None
+    assert dead["last_error"].startswith("http_error (HTTP 400)") and "never accept" in dead["last_error"]
+    assert dead["failures"] == FAST.permanent_after
+    counts = await outbox_store.outbox_counts()
+    assert (counts["dead"], counts["pending"], counts["due"], counts["delivered"]) == (1, 0, 0, 5)
+
+    fake_zep.fault = None  # Zep would take it now, but a dead write is never retried on its own
+    report = await worker.drain(0.5)
+    assert report.delivered == 0 and len(_memory_posts(zep_server)) == 5 + FAST.permanent_after
 
 
 async def test_enqueueing_the_same_turn_twice_is_a_no_op(outbox_store: MemoryStore, zep: ZepMemory) -> None:
@@ -212,15 +219,15 @@ async def test_a_store_that_fails_mid_cycle_leaves_rows_leased_then_due_again(
 
     worker = _worker(outbox_store, zep, lease_s=0.3)
     await _enqueue(worker, 1)
-    real = outbox_store.mark_delivered
+    real = outbox_store.mark_delivered_many
 
-    async def broken(item_id: int) -> None:
+    async def broken(item_ids: object) -> int:
         raise MemoryStoreError("disk full")
 
-    monkeypatch.setattr(outbox_store, "mark_delivered", broken)
+    monkeypatch.setattr(outbox_store, "mark_delivered_many", broken)
     with pytest.raises(MemoryStoreError):
         await worker.run_once()
-    monkeypatch.setattr(outbox_store, "mark_delivered", real)
+    monkeypatch.setattr(outbox_store, "mark_delivered_many", real)
     assert (await outbox_store.outbox_counts())["leased"] == 1
 
     await asyncio.sleep(0.35)
@@ -251,3 +258,26 @@ async def test_stopping_is_prompt_even_while_the_circuit_is_open(
     await worker.stop(timeout_s=5)
     assert time.monotonic() - started < 1.0 and not worker.running
     assert (await outbox_store.outbox_counts())["pending"] == 3
+
+
+async def test_a_cycle_records_its_deliveries_in_one_store_transaction(
+    outbox_store: MemoryStore, zep: ZepMemory, fake_zep: FakeZep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[list[int]] = []
+    real = outbox_store.mark_delivered_many
+
+    async def recording(item_ids: Sequence[int]) -> int:
+        calls.append(list(item_ids))
+        return await real(item_ids)
+
+    monkeypatch.setattr(outbox_store, "mark_delivered_many", recording)
+    worker = _worker(outbox_store, zep, batch_size=32)
+    await _enqueue(worker, 40)  # 3 users x 2 sessions: six groups delivered concurrently in a cycle
+
+    report = await worker.drain(10)
+
+    assert report.delivered == 40 and report.pending == 0 and fake_zep.duplicates() == {}
+    assert [len(batch) for batch in calls] == [32, 8]  # one transaction per cycle, not one per row
+    stored = [(await outbox_store.export_user(user_id=user))["outbox"] for user in ("user0", "user1", "user2")]
+    assert sorted(i for batch in calls for i in batch) == sorted(item["id"] for items in stored for item in items)
+

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 from alembic import command
@@ -16,6 +18,7 @@ from researchcrew.memory import db
 from researchcrew.memory.models import Base
 from researchcrew.memory.recall import encode_vector
 from researchcrew.memory.store import MemoryStore, exchange_text, message_id
+from tests.conftest import PROJECT_ROOT
 from tests.memory_store.conftest import Database, add
 
 
@@ -27,7 +30,7 @@ def _differences(connection: Connection) -> list[object]:
 async def test_the_models_match_the_head_revision(store: MemoryStore) -> None:
     async with store.engine.connect() as connection:
         assert await connection.run_sync(_differences) == []
-    assert await db.current_revision(store.engine) == db.head_revision() == "0003"
+    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0004"
 
 
 async def _version(store: MemoryStore, user_id: str) -> int | None:
@@ -107,7 +110,7 @@ async def test_downgrading_to_the_first_revision_keeps_the_history(database: Dat
     try:
         assert [e.question for e in await reopened.history(user_id="ada", session_id="s1")] == ["What is SciFact?"]
         assert await reopened.outbox_counts() == dict.fromkeys(
-            ("pending", "due", "leased", "delivered", "failed_attempts", "failing"), 0
+            ("pending", "due", "leased", "delivered", "dead", "failed_attempts", "failing"), 0
         )
     finally:
         await reopened.close()
@@ -130,3 +133,128 @@ async def test_reopening_keeps_the_data(database: Database, embedder: Embedder) 
         response_id = await add(store, "ada", "s1", "What is SciFact?", "A dataset.")
     async with await MemoryStore.open(database.url, embedder=embedder) as store:
         assert [e.response_id for e in await store.history(user_id="ada", session_id="s1")] == [response_id]
+
+
+# ---- 0004: the outbox's dead state -----------------------------------------------------------------------------
+PARKED_UNTIL = datetime(9999, 1, 1, tzinfo=UTC)  # how revisions 0002-0003's worker parked a refused write
+CREATED = datetime(2025, 2, 20, 12, 0, tzinfo=UTC)
+
+
+def _stamp(database: Database, value: datetime) -> datetime:
+    return value.replace(tzinfo=None) if database.backend == "sqlite" else value  # as models.UTCDateTime stores it
+
+
+async def _create_at_0003_with_outbox_rows(database: Database) -> None:
+    """A database as release 0003 left it: one write parked the old way, one pending, one delivered."""
+    engine = db.create_engine(database.url)
+    try:
+        await db.upgrade(engine, "0003")
+        rows = [
+            # key, next attempt, failures, last error, delivered at
+            ("parked", PARKED_UNTIL, 3, "permanent: http_error (HTTP 400): bad request", None),
+            ("waiting", CREATED, 1, "unreachable: connection refused", None),
+            ("sent", CREATED, 0, None, CREATED),
+            ("not-parked", CREATED, 1, "permanent: a message that only looks like one", None),
+        ]
+        async with db.write_engine(engine).begin() as connection:
+            for key, next_at, failures, error, delivered in rows:
+                await connection.execute(
+                    text(
+                        "INSERT INTO memory_outbox (idempotency_key, user_id, kind, payload, created_at, "
+                        "next_attempt_at, attempts, failures, last_error, delivered_at) VALUES "
+                        "(:k, 'ada', 'zep.add_turn', '{}', :c, :n, :f, :f, :e, :d)"
+                    ),
+                    {
+                        "k": key,
+                        "c": _stamp(database, CREATED),
+                        "n": _stamp(database, next_at),
+                        "f": failures,
+                        "e": error,
+                        "d": None if delivered is None else _stamp(database, delivered),
+                    },
+                )
+        assert await db.current_revision(engine) == "0003"
+    finally:
+        await engine.dispose()
+
+
+async def test_upgrading_to_0004_turns_parked_writes_into_dead_ones_and_keeps_the_rest(database: Database) -> None:
+    await _create_at_0003_with_outbox_rows(database)
+    before_upgrade = datetime.now(UTC)
+
+    store = await MemoryStore.open(database.url)
+    try:
+        assert await db.current_revision(store.engine) == "0004"
+        items = {item["idempotency_key"]: item for item in (await store.export_user(user_id="ada"))["outbox"]}
+        dead = items["parked"]
+        assert dead["state"] == "dead" and dead["last_error"] == "http_error (HTTP 400): bad request"
+        assert datetime.fromisoformat(dead["dead_at"]) >= before_upgrade.replace(microsecond=0)
+        assert datetime.fromisoformat(dead["next_attempt_at"]) == CREATED
+        assert [items[k]["state"] for k in ("waiting", "sent", "not-parked")] == ["pending", "delivered", "pending"]
+        assert items["not-parked"]["last_error"] == "permanent: a message that only looks like one"  # untouched
+        counts = await store.outbox_counts(now=CREATED)
+        assert (counts["pending"], counts["due"], counts["delivered"], counts["dead"]) == (2, 2, 1, 1)
+        assert counts["failed_attempts"] == 5
+        claimed = await store.claim_due_outbox(limit=10)
+        assert sorted(item.idempotency_key for item in claimed) == ["not-parked", "waiting"]  # never the dead one
+    finally:
+        await store.close()
+
+
+async def test_downgrading_from_0004_parks_dead_writes_the_old_way(database: Database) -> None:
+    store = await MemoryStore.open(database.url)
+    try:
+        for key in ("refused", "waiting"):
+            assert await store.enqueue_outbox(user_id="ada", kind="zep.add_turn", payload={}, idempotency_key=key)
+        refused, _ = await store.claim_due_outbox(limit=2)
+        assert await store.mark_dead(refused.id, error="http_error (HTTP 400): bad request")
+        async with db.write_engine(store.engine).begin() as connection:
+            await connection.run_sync(lambda sync: command.downgrade(db.alembic_config(sync), "0003"))
+        async with store.engine.connect() as connection:
+            rows = (
+                await connection.execute(
+                    text("SELECT idempotency_key, next_attempt_at, last_error FROM memory_outbox ORDER BY id")
+                )
+            ).all()
+    finally:
+        await store.close()
+    parked, waiting = rows
+    assert parked.last_error == "permanent: http_error (HTTP 400): bad request"
+    assert str(parked.next_attempt_at).startswith("9999-01-01")
+    assert waiting.last_error is None and not str(waiting.next_attempt_at).startswith("9999")
+
+    reopened = await MemoryStore.open(database.url)  # and up again: dead once more, nothing lost
+    try:
+        counts = await reopened.outbox_counts()
+        assert (counts["dead"], counts["pending"]) == (1, 1)
+    finally:
+        await reopened.close()
+
+
+def test_the_head_revision_constant_names_the_newest_script() -> None:
+    """``db.HEAD_REVISION`` lets a current database open without importing Alembic; it must follow the scripts."""
+    assert db.head_revision() == db.HEAD_REVISION
+
+
+def test_opening_a_current_database_does_not_import_alembic(database: Database) -> None:
+    asyncio.run(_open_and_close(database.url))  # migrated here, so the child finds it current
+    script = (
+        "import asyncio, sys\n"
+        "from researchcrew.memory.store import MemoryStore\n"
+        "async def main():\n"
+        "    store = await MemoryStore.open(sys.argv[1])\n"
+        "    await store.enqueue_outbox(user_id='ada', kind='k', payload={}, idempotency_key='child')\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'zep_python', 'aiohttp')))\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script, database.url], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "[]"
+
+
+async def _open_and_close(url: str) -> None:
+    store = await MemoryStore.open(url)
+    await store.close()
