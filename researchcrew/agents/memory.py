@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import ValidationError
 
@@ -30,9 +30,13 @@ from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import MemoryStoreError
 from researchcrew.memory.entities import EntityExtractor, Extraction, RuleBasedExtractor
 from researchcrew.memory.entities_llm import LLMEntityExtractor, SupportsACall
-from researchcrew.memory.outbox import OutboxWorker
 from researchcrew.memory.preferences import PreferenceLearner, PreferencePolicy, RequestSignals
 from researchcrew.memory.records import EntityMention, EntityRelation, ExchangeRecord, StoredPreferences
+
+if TYPE_CHECKING:
+    # Only the Zep backend has an outbox worker; importing it here would load zep-python (and aiohttp) and the
+    # store's migration machinery into every process that merely remembers locally (start-up time, issue 5).
+    from researchcrew.memory.outbox import OutboxWorker
 
 logger = logging.getLogger(__name__)
 

@@ -11,6 +11,9 @@ Time budget: the SDK is built with ``timeout=settings.timeout_s`` per HTTP reque
 retries would resend a timed-out search and double the wait, which never fits in the Retriever's per-source
 budget); the same budget goes to Firecrawl as the server-side search ``timeout`` so that it stops scraping when we
 stop waiting. ``Tool.search(timeout=...)`` still cuts the whole call.
+
+firecrawl-py is imported only when a client is built or a search runs (about 0.45 s of CPU at import): a process
+in which web search is not configured never loads it.
 """
 
 from __future__ import annotations
@@ -20,18 +23,18 @@ import logging
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
-from firecrawl import AsyncFirecrawl
-from firecrawl.v2.types import Document, ScrapeOptions, SearchResultWeb
-from firecrawl.v2.utils.error_handler import FirecrawlError, RequestTimeoutError
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
 from researchcrew.settings import FirecrawlSettings
 from researchcrew.tools.base import Tool, rank_relevance
+
+if TYPE_CHECKING:
+    from firecrawl import AsyncFirecrawl
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +99,9 @@ class WebSearchTool(Tool):
             raise ToolError("invalid_request", "web search needs a non-empty query")
         if not 1 <= num_results <= MAX_RESULTS:
             raise ToolError("invalid_request", f"num_results must be between 1 and {MAX_RESULTS}, not {num_results}")
+        # Here a client exists, so firecrawl-py is loaded already (or an injected client brought it in).
+        from firecrawl.v2.types import ScrapeOptions
+        from firecrawl.v2.utils.error_handler import FirecrawlError
 
         options: dict[str, Any] = {
             "limit": num_results,
@@ -127,6 +133,8 @@ class WebSearchTool(Tool):
 
     def _to_chunk(self, item: Any, index: int) -> ContextChunk | None:
         """One search result as a chunk, or None when it carries no text at all."""
+        from firecrawl.v2.types import Document, SearchResultWeb
+
         metadata: dict[str, Any] = {}
         source_date: datetime | None = None
         if isinstance(item, Document):
@@ -189,6 +197,8 @@ def _build_client(settings: FirecrawlSettings) -> AsyncFirecrawl | None:
     key = settings.api_key.get_secret_value() if settings.api_key else ""
     if not key and not settings.api_url:
         return None
+    from firecrawl import AsyncFirecrawl
+
     return AsyncFirecrawl(
         # "" rather than None: with None the SDK reads FIRECRAWL_API_KEY itself; settings.py already did.
         api_key=key,
@@ -201,6 +211,8 @@ def _build_client(settings: FirecrawlSettings) -> AsyncFirecrawl | None:
 
 def _tool_error(error: Exception) -> ToolError:
     """Map what firecrawl-py raises to a failure kind."""
+    from firecrawl.v2.utils.error_handler import FirecrawlError, RequestTimeoutError
+
     if isinstance(error, FirecrawlError):
         status = error.status_code
         if isinstance(error, RequestTimeoutError) or status == 408:

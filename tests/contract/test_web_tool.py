@@ -295,3 +295,42 @@ def test_fake_rejects_a_body_without_query(server: LoopbackServer) -> None:
     response = httpx.post(f"{server.url}/v2/search", json={"limit": 1}, headers={"Authorization": f"Bearer {KEY}"})
     assert response.status_code == 400 and response.json()["success"] is False
     assert isinstance(server.requests[0], Request)
+
+
+# Start-up cost ---------------------------------------------------------------------------------------------------
+_IMPORT_PROBE = """
+import asyncio, json, sys
+from pydantic import SecretStr
+from researchcrew.settings import FirecrawlSettings
+from researchcrew.tools.web import WebSearchTool
+key = sys.argv[1] or None
+tool = WebSearchTool(FirecrawlSettings(api_key=SecretStr(key) if key else None, api_url=None))
+failure = None if key else asyncio.run(tool.search("metamorphic testing")).failure.kind
+print(json.dumps({"configured": tool.configured, "failure": failure,
+                  "firecrawl": sorted(m for m in sys.modules if m.split(".")[0] == "firecrawl")[:3]}))
+"""
+
+
+def _probe_imports(key: str) -> dict[str, Any]:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import PROJECT_ROOT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FIRECRAWL_", "RESEARCHCREW_FIRECRAWL"))}
+    child = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, key], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert child.returncode == 0, child.stderr
+    result: dict[str, Any] = json.loads(child.stdout)
+    return result
+
+
+def test_an_unconfigured_web_tool_never_imports_firecrawl() -> None:
+    """firecrawl-py costs ~0.45 s of CPU to import: a process without Firecrawl settings must not pay it."""
+    assert _probe_imports("") == {"configured": False, "failure": "not_configured", "firecrawl": []}
+    # The probe does see the SDK when a client is built (so the empty list above means something).
+    configured = _probe_imports(KEY)
+    assert configured["configured"] is True and configured["firecrawl"]

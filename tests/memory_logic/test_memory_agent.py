@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +22,7 @@ from researchcrew.memory.outbox import OutboxWorker, RetryPolicy
 from researchcrew.memory.preferences import RequestSignals
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory, zep_session_id
+from tests.conftest import PROJECT_ROOT
 from tests.helpers.fake_llm import FakeLLM
 from tests.loopback.server import LoopbackServer
 from tests.loopback.zep import FakeZep
@@ -262,3 +267,37 @@ async def test_a_burst_of_answers_runs_a_few_at_a_time_so_each_keeps_its_step_bu
     tasks = [agent.remember_in_background(_input("ada", "s1", exchanges.RAG, minutes=i)) for i in range(6)]
     assert await agent.wait_idle(30)
     assert peak == 2 and all(t.result().status == "success" for t in tasks)
+
+
+_IMPORT_PROBE = """
+import asyncio, json, sys
+from researchcrew.agents.memory import MemoryAgent
+from researchcrew.memory.store import MemoryStore
+
+async def main():
+    store = await MemoryStore.open(sys.argv[1])
+    agent = MemoryAgent(store)
+    await agent.aclose()
+    await store.close()
+    return agent.zep_outbox
+
+assert asyncio.run(main()) is None
+if sys.argv[2] == "zep":
+    import researchcrew.memory.outbox  # what the Zep backend builds
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"zep_python", "aiohttp", "firecrawl"})))
+"""
+
+
+def _heavy_modules_loaded(tmp_path: Path, backend: str) -> list[str]:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
+    child = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, url, backend], cwd=PROJECT_ROOT,
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr
+    loaded: list[str] = json.loads(child.stdout)
+    return loaded
+
+
+def test_a_memory_agent_on_the_built_in_store_does_not_load_the_zep_client(tmp_path: Path) -> None:
+    """zep-python (and aiohttp under it) cost start-up time; only the Zep backend needs them."""
+    assert _heavy_modules_loaded(tmp_path, "local") == []
+    assert "zep_python" in _heavy_modules_loaded(tmp_path, "zep")  # the probe sees them when they are loaded
