@@ -35,6 +35,13 @@ class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def default_model_cache_dir() -> Path:
+    """The platform's per-user cache directory for converted models (e.g. ``~/.cache/researchcrew/models``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("researchcrew", appauthor=False)) / "models"
+
+
 def default_data_dir() -> Path:
     """The platform's per-user data directory (e.g. ``~/.local/share/researchcrew`` on Linux)."""
     import platformdirs
@@ -71,7 +78,9 @@ class EmbeddingSettings(_Group):
         default=256, ge=16, le=8192, description="Word pieces the model reads; longer text is truncated."
     )
     cache_dir: Path | None = Field(
-        default=None, description="Where converted models (e.g. ONNX exports) are cached. Default: data_dir/models."
+        default=None,
+        description="Where converted models (ONNX exports) are cached. Default: the per-user cache directory "
+        "(e.g. ~/.cache/researchcrew/models), shared by all data directories.",
     )
     onnx_quantize: bool = Field(
         default=True,
@@ -321,7 +330,9 @@ class Settings(BaseSettings):
 
     @property
     def model_cache_dir(self) -> Path:
-        return self.embedding.cache_dir or (self.data_dir / "models")
+        # Converted models (ONNX exports) are derived from the installed package, not user data: one per-user cache
+        # shared by every data directory, so a new data directory does not pay the export (~20 s) again.
+        return self.embedding.cache_dir or default_model_cache_dir()
 
     def ensure_data_dir(self) -> Path:
         """Create the data directory if needed and return it."""

@@ -104,10 +104,10 @@ class SentenceTransformerEmbedder:
 
 
 def default_cache_dir() -> Path:
-    """Where converted models go when the caller has no data directory to offer: the user's cache directory."""
-    import platformdirs
+    """Where converted models go by default: the user's cache directory (see ``Settings.model_cache_dir``)."""
+    from researchcrew.settings import default_model_cache_dir
 
-    return Path(platformdirs.user_cache_dir("researchcrew", appauthor=False)) / "models"
+    return default_model_cache_dir()
 
 
 def load_embedder(settings: EmbeddingSettings, *, cache_dir: Path) -> Embedder:
@@ -140,9 +140,8 @@ _cache_lock = threading.Lock()
 def get_embedder(settings: EmbeddingSettings | Settings, *, cache_dir: Path | None = None) -> Embedder:
     """The process-wide embedder for these settings (loaded on first use, then shared).
 
-    Pass the whole ``Settings`` (or ``cache_dir``) so that ONNX exports are cached in the data directory
-    (``settings.model_cache_dir``); with only ``EmbeddingSettings`` they go to ``embedding.cache_dir`` or the user's
-    cache directory.
+    ONNX exports are cached in ``cache_dir``, else ``embedding.cache_dir``, else the user's cache directory
+    (``Settings.model_cache_dir``), shared by every data directory.
     """
     from researchcrew.settings import Settings
 

@@ -84,8 +84,8 @@ def test_get_embedder_shares_one_instance_and_reuses_the_export(model_cache: Pat
     assert model_file.stat().st_mtime_ns == written  # loaded from the cache, not exported again
 
 
-def test_whole_settings_put_exports_in_the_data_directory(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path)
+def test_whole_settings_put_exports_in_the_configured_cache(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", embedding=EmbeddingSettings(cache_dir=tmp_path / "models"))
     shared = dict(embedding_module._cache)  # the session's embedders stay shared for the tests after this one
     try:
         embedder = get_embedder(settings)

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from researchcrew.settings import BUILTIN_SOURCE_TYPES, RetrievalSettings, Settings, default_data_dir
+from researchcrew.settings import (
+    BUILTIN_SOURCE_TYPES,
+    RetrievalSettings,
+    Settings,
+    default_data_dir,
+    default_model_cache_dir,
+)
 
 
 def test_defaults_without_environment() -> None:
@@ -145,7 +151,7 @@ def test_data_dir_override_drives_every_local_path(monkeypatch: pytest.MonkeyPat
     assert settings.data_dir == data_dir
     assert settings.milvus_uri == str(data_dir / "knowledge.db")
     assert settings.memory_database_url == f"sqlite+aiosqlite:///{data_dir / 'memory.db'}"
-    assert settings.model_cache_dir == data_dir / "models"
+    assert settings.model_cache_dir == default_model_cache_dir()  # shared by every data directory
     assert settings.ensure_data_dir() == data_dir
     assert data_dir.is_dir()
 
