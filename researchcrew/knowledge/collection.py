@@ -21,6 +21,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
@@ -47,7 +48,7 @@ SearchMode = Literal["hybrid", "dense", "bm25"]
 
 _EMBED_GROUP = 256  # chunks per embedder call; the embedder batches further inside
 _UPSERT_ROWS = 512  # rows per upsert call
-_KEYS_PER_LOOKUP = 256  # source keys per state query
+_KEYS_PER_LOOKUP = 2048  # source keys per state query (Milvus Lite scans the collection once per query)
 
 
 class AddReport(Contract):
@@ -127,7 +128,7 @@ class KnowledgeBase:
             latest[document.source_key] = document
         pending = list(latest.values())
         total, done = len(documents), len(documents) - len(pending)
-        group: list[tuple[Document, list[Chunk], bool]] = []
+        group: list[_Pending] = []
         group_chunks = 0
         for start in range(0, len(pending), _KEYS_PER_LOOKUP):
             batch = pending[start : start + _KEYS_PER_LOOKUP]
@@ -143,8 +144,7 @@ class KnowledgeBase:
                     logger.warning("%s has no text to index; skipped", document.source_key)
                     report.documents_empty += 1
                     continue
-                replacing = any(doc_id != document.doc_id for doc_id in held)
-                group.append((document, chunks, replacing))
+                group.append(_Pending(document, chunks, held))
                 group_chunks += len(chunks)
                 if group_chunks >= _EMBED_GROUP:
                     self._write(group, report)
@@ -168,16 +168,19 @@ class KnowledgeBase:
             for key, held in _completeness(self.store.rows(expression, _STATE_FIELDS)).items()
         }
 
-    def _write(self, group: list[tuple[Document, list[Chunk], bool]], report: AddReport) -> None:
-        texts = [indexed_text(chunk.title, chunk.heading, chunk.text) for _, chunks, _ in group for chunk in chunks]
+    def _write(self, group: list[_Pending], report: AddReport) -> None:
+        texts = [indexed_text(chunk.title, chunk.heading, chunk.text) for item in group for chunk in item.chunks]
         vectors = self.embedder.embed_documents(texts)
         if len(vectors) != len(texts):
             raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
         analyzer = default_analyzer()
         now = int(time.time())
-        rows: list[dict[str, Any]] = []
+        fresh: list[dict[str, Any]] = []  # keys that hold nothing yet: plain inserts
+        rewrites: list[dict[str, Any]] = []  # keys with earlier rows: upserts overwrite partial rows in place
         index = 0
-        for document, chunks, _ in group:
+        for item in group:
+            document, chunks = item.document, item.chunks
+            rows = rewrites if item.held else fresh
             metadata = _json_safe({**document.metadata, "authors": list(document.authors)})
             source = document.metadata.get("source")
             source_name = source if isinstance(source, str) and source else document.source_key.split("#", 1)[0]
@@ -203,19 +206,22 @@ class KnowledgeBase:
                     }
                 )
                 index += 1
-        for start in range(0, len(rows), _UPSERT_ROWS):
-            self.store.upsert(rows[start : start + _UPSERT_ROWS])
-        # Only now that every new row is in place: drop what the new versions supersede.
+        for start in range(0, len(fresh), _UPSERT_ROWS):
+            self.store.insert(fresh[start : start + _UPSERT_ROWS])
+        for start in range(0, len(rewrites), _UPSERT_ROWS):
+            self.store.upsert(rewrites[start : start + _UPSERT_ROWS])
+        # Only now that every new row is in place: drop what the new versions supersede (keys that held rows).
         stale = [
-            f"({schema.SOURCE_KEY} == {schema.quote(document.source_key)} and "
-            f"({schema.DOC_ID} != {schema.quote(document.doc_id)} or {schema.POSITION} >= {len(chunks)}))"
-            for document, chunks, _ in group
+            f"({schema.SOURCE_KEY} == {schema.quote(item.document.source_key)} and "
+            f"({schema.DOC_ID} != {schema.quote(item.document.doc_id)} or {schema.POSITION} >= {len(item.chunks)}))"
+            for item in group
+            if item.held
         ]
         for start in range(0, len(stale), 64):
             self.store.delete(" or ".join(stale[start : start + 64]))
-        for _, chunks, replacing in group:
-            report.chunks_added += len(chunks)
-            if replacing:
+        for item in group:
+            report.chunks_added += len(item.chunks)
+            if any(doc_id != item.document.doc_id for doc_id in item.held):
                 report.documents_replaced += 1
             else:
                 report.documents_added += 1
@@ -326,6 +332,15 @@ class KnowledgeBase:
 
     def __repr__(self) -> str:
         return f"KnowledgeBase(uri={self.store.uri!r}, collection={self.store.collection!r})"
+
+
+@dataclass
+class _Pending:
+    """A document about to be written: its chunks and what its key held before (doc_id → status)."""
+
+    document: Document
+    chunks: list[Chunk]
+    held: dict[str, str]
 
 
 _STATE_FIELDS = [schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_COUNT, schema.INGESTED_AT]

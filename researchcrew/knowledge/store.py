@@ -170,6 +170,10 @@ class CollectionStore:
             return KnowledgeBaseUnavailableError(message)
         return KnowledgeBaseError(message)
 
+    def insert(self, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self._call("insert", lambda c, **kw: c.insert(self.collection, rows, **kw))
+
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
             self._call("upsert", lambda c, **kw: c.upsert(self.collection, rows, **kw))
