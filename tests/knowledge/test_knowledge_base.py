@@ -244,3 +244,12 @@ def test_reranker_reorders_candidates(kb: KnowledgeBase) -> None:
     assert reranked[0].source_key == "notes/vaccines-2015.md"
     assert reranked[0].scores.rerank == pytest.approx(1, abs=0.01)
     assert scorer.calls == 1
+
+
+def test_off_topic_query_gets_low_relevance(kb: KnowledgeBase) -> None:
+    kb.add_documents(CORPUS)
+    on_topic = kb.search("How do plants turn carbon dioxide into sugar?", top_k=1)
+    off_topic = kb.search("best pizza recipes in Naples", top_k=5)
+    assert on_topic[0].relevance > 0.8
+    assert off_topic and max(hit.relevance for hit in off_topic) < 0.1  # the base has nothing on pizza
+    assert kb.search("best pizza recipes in Naples", min_relevance=kb.settings.retrieval.min_relevance) == []
