@@ -39,6 +39,11 @@ def test_parse_date(value: Any, expected: datetime | None) -> None:
     assert parse_date(value) == expected
 
 
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 1e308, -1e308])
+def test_non_finite_and_huge_numbers_are_not_dates(value: float) -> None:
+    assert parse_date(value) is None
+
+
 @given(st.one_of(st.text(max_size=40), st.integers(), st.floats(allow_nan=True), st.datetimes(), st.dates()))
 def test_parse_date_never_raises_and_is_always_aware(value: Any) -> None:
     parsed = parse_date(value)

@@ -4,6 +4,7 @@ timezone-aware datetimes. A date without a zone is taken as UTC; what cannot be 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
@@ -68,6 +69,8 @@ def _year(year: int) -> datetime | None:
 
 
 def _from_number(number: float) -> datetime | None:
+    if not math.isfinite(number):  # inf/nan: int() would raise
+        return None
     if number >= _EPOCH_MIN:
         if number > 10**11:  # milliseconds
             number /= 1000
