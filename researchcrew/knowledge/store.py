@@ -24,6 +24,25 @@ from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
 
+
+class _LiteUnimplementedCallFilter(logging.Filter):
+    """Milvus Lite does not implement ``AllocTimestamp``, which pymilvus 3 calls when a collection is created; its
+    in-process gRPC server then logs an ERROR with a traceback although nothing went wrong (pymilvus carries on).
+    Drop exactly that record so users do not see a scary traceback on every ingest; other gRPC errors still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "Method not implemented" not in record.getMessage() or record.exc_info is None:
+            return True
+        _, error, traceback = record.exc_info
+        frame_names = []
+        while traceback is not None:
+            frame_names.append(traceback.tb_frame.f_code.co_name)
+            traceback = traceback.tb_next
+        return not (isinstance(error, NotImplementedError) and "AllocTimestamp" in frame_names)
+
+
+logging.getLogger("grpc._server").addFilter(_LiteUnimplementedCallFilter())
+
 T = TypeVar("T")
 
 _PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
