@@ -49,7 +49,7 @@ def ask(question: str, user_id: str, session_id: str, response_format: str | Non
 
     preferences = {"response_format": response_format} if response_format else {}
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
-        # Each failed source is logged as a warning, and the answer lists it under "Searched:" with its reason;
+        # Each failed source is logged as a warning, and the answer lists it under "Sources searched:" with its reason;
         # without -v, say it once, in the answer.
         logging.getLogger("researchcrew.tools").setLevel(logging.ERROR)
 
@@ -93,7 +93,7 @@ def render_answer(response: FinalResponse) -> str:
             lines.append(f"  [{citation.number}] {title} — {where}{date} ({citation.source_type})")
         lines.append("")
     if response.source_reports:
-        lines.append("Searched:")
+        lines.append("Sources searched:")
         for report in response.source_reports:
             if report.status == "failed" and report.failure is not None:
                 state = f"failed: {report.failure.kind} — {report.failure.message}"
@@ -104,7 +104,7 @@ def render_answer(response: FinalResponse) -> str:
             lines.append(f"  {report.source_type:<8} {state}")
     from researchcrew.responses import source_caveats
 
-    already_shown = set(source_caveats(response.source_reports))  # failures are listed under "Searched"
+    already_shown = set(source_caveats(response.source_reports))  # failures are listed under "Sources searched"
     notes = [caveat for caveat in response.caveats if caveat not in already_shown]
     if notes:
         lines += ["", "Notes:"] + [f"  - {note}" for note in notes]

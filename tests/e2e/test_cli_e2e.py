@@ -61,7 +61,7 @@ def test_ask_prints_answer_numbered_sources_and_what_each_source_did(cli_data_di
     assert header.startswith("Confidence: ") and "extractive answer" in header
     answer, _, listing = rest.partition("\nSources:\n")
     assert "flaky" in answer.lower() and re.search(r"\[1\]", answer)
-    sources, _, searched = listing.partition("\nSearched:\n")
+    sources, _, searched = listing.partition("\nSources searched:\n")
     lines = sources.strip().splitlines()
     assert lines
     for number, line in enumerate(lines, start=1):
