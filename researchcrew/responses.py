@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from researchcrew.agents.citations import citation_for
 from researchcrew.contracts.chunks import ContextChunk, SourceReport
 from researchcrew.contracts.query import Query
-from researchcrew.contracts.synthesizer import Citation, ConfidenceLevel, FinalResponse
+from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
 
 # Seed 000, "Confidence Thresholds": mean relevance of the top evidence.
 HIGH_CONFIDENCE = 0.55
@@ -93,16 +94,3 @@ def uncertainty_response(
         reformulations=list(searched[1:]),
     )
 
-
-def citation_for(number: int, chunk: ContextChunk) -> Citation:
-    return Citation(
-        number=number,
-        chunk_id=chunk.chunk_id,
-        source_type=chunk.source_type,
-        title=chunk.title,
-        url=chunk.url,
-        source_id=chunk.source_id,
-        source_date=chunk.source_date,
-        authors=chunk.authors,
-        snippet=chunk.content[:300],
-    )
