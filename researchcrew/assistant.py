@@ -131,6 +131,31 @@ class ResearchAssistant:
         finished: bool = await self._memory_agent.wait_idle(timeout_s)
         return finished
 
+    # A user's memory ----------------------------------------------------------------------------------------
+    async def export_memory(self, user_id: str) -> dict[str, Any]:
+        """Everything remembered about ``user_id`` (exchanges, entities, relationships, preferences, queued Zep
+        writes), JSON-able — the SDK form of ``researchcrew memory export``."""
+        return await (await self._require_memory_store()).export_user(user_id=user_id)
+
+    async def forget_memory(self, user_id: str) -> dict[str, int]:
+        """Delete everything remembered about ``user_id``; with the Zep backend, the user is deleted in Zep too
+        (queued in the same transaction, delivered by the outbox). Returns rows deleted per table."""
+        store = await self._require_memory_store()
+        await self.flush_memory()  # an exchange still being stored must not reappear after forgetting
+        if self._outbox_worker is None:
+            return await store.forget_user(user_id=user_id)
+        from researchcrew.memory.outbox import forget_write
+
+        counts = await store.forget_user(user_id=user_id, then_enqueue=[forget_write(user_id)])
+        self._outbox_worker.wake()
+        return counts
+
+    async def _require_memory_store(self) -> MemoryStore:
+        await self.start()
+        if self._memory_store is None:
+            raise ConfigurationError("this assistant has no memory store (it was built with remember=False)")
+        return self._memory_store
+
     async def __aenter__(self) -> ResearchAssistant:
         await self.start()
         return self

@@ -205,6 +205,10 @@ class OutboxWorker:
         write = turn_write(user_id=user_id, session_id=session_id, query=query, response=response)
         return await self.enqueue(user_id, write) if write is not None else False
 
+    def wake(self) -> None:
+        """Deliver now rather than at the next poll (after writes enqueued directly through the store)."""
+        self._wake.set()
+
     # ---- lifecycle -------------------------------------------------------------------------------------------
     def start(self) -> None:
         """Run in the background until ``stop()``. Idempotent."""
