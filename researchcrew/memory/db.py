@@ -31,6 +31,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.pool import StaticPool
 
+from researchcrew.errors import ConfigurationError
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -68,7 +70,10 @@ def create_engine(url: str, **engine_kwargs: Any) -> AsyncEngine:
         return engine
     if backend == "postgresql":
         return create_async_engine(url, **{"pool_pre_ping": True, **engine_kwargs})
-    return create_async_engine(url, **engine_kwargs)
+    raise ConfigurationError(
+        f"the memory store supports SQLite and PostgreSQL, not {backend!r}: set memory.database_url to "
+        "sqlite+aiosqlite:///path/memory.db or postgresql+asyncpg://user@host/db"
+    )
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -220,4 +225,4 @@ def dialect_insert(dialect_name: str, table: Any) -> Any:
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
         return sqlite_insert(table)
-    raise NotImplementedError(f"the memory store supports SQLite and PostgreSQL, not {dialect_name}")
+    raise ConfigurationError(f"the memory store supports SQLite and PostgreSQL, not {dialect_name}")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
@@ -258,3 +259,10 @@ def test_opening_a_current_database_does_not_import_alembic(database: Database) 
 async def _open_and_close(url: str) -> None:
     store = await MemoryStore.open(url)
     await store.close()
+
+
+async def test_an_unsupported_database_is_refused_with_what_to_set() -> None:
+    from researchcrew.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"SQLite and PostgreSQL, not 'mysql'.*postgresql\+asyncpg"):
+        await MemoryStore.open("mysql+aiomysql://user@localhost/memory")
