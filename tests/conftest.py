@@ -20,6 +20,9 @@ os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 # crewAI execution tracing (and its first-run trace collection) is separate from telemetry; off in tests.
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# gRPC's C core (pymilvus ↔ Milvus Lite) logs keepalive "too_many_pings" notices to stderr at interpreter exit,
+# after pytest's summary; they are harmless and would bury the summary line. Must be set before grpc is imported.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
