@@ -18,6 +18,7 @@ import pytest
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.settings import ArxivSettings
 from researchcrew.tools.arxiv import ArxivTool, RequestSpacer, spacer_for
+from tests.helpers.event_loop import LoopWatch
 from tests.loopback.arxiv import ATOM, ArxivFake
 from tests.loopback.server import LoopbackServer, Reply, Request, closed_port
 
@@ -255,19 +256,10 @@ async def test_event_loop_keeps_running_during_a_slow_request(
     fake: ArxivFake, make_tool: Callable[..., ArxivTool]
 ) -> None:
     with LoopbackServer(lambda request: dataclasses.replace(fake(request), delay_s=0.4)) as slow:
-        gaps: list[float] = []
-
-        async def ticker() -> None:
-            last = time.perf_counter()
-            while True:
-                await asyncio.sleep(0.01)
-                now = time.perf_counter()
-                gaps.append(now - last)
-                last = now
-
-        ticking = asyncio.create_task(ticker())
-        chunks = await make_tool(slow.url).execute("testing", num_results=3)
-        ticking.cancel()
+        tool = make_tool(slow.url)
+        async with LoopWatch(interval_s=0.01) as watch:
+            chunks = await tool.execute("testing", num_results=3)
+        gaps = watch.gaps
     assert len(chunks) == 3
     assert len(gaps) > 20 and max(gaps) < 0.1
 

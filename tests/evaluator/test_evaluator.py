@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ from researchcrew.agents.evaluator import BUCKETS, OFFLOAD_CHARS, EvaluatorAgent
 from researchcrew.contracts import ContextChunk, EvaluatorInput, EvaluatorOutput
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
+from tests.helpers.event_loop import LoopWatch
 
 # Distinct texts, so that no deduplication interferes with the score arithmetic.
 TEXTS = [
@@ -118,20 +118,9 @@ async def test_large_evidence_is_evaluated_without_freezing_the_event_loop() -> 
     sentences = [f"Finding {i} concerns topic {i * 7919 % 10007} measured in cohort {i % 97}." for i in range(2_000)]
     chunks = [chunk(f"c{i}", " ".join(sentences[i * 40 : (i + 1) * 40])) for i in range(50)]
     assert sum(len(c.content) for c in chunks) > OFFLOAD_CHARS
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    before = ticks
-    out = await EvaluatorAgent().run(request(chunks, quality_threshold=0.0))
-    done.set()
-    await task
+    async with LoopWatch(interval_s=0) as watch:
+        before = watch.ticks
+        out = await EvaluatorAgent().run(request(chunks, quality_threshold=0.0))
+        ticks = watch.ticks
     assert out.quality_stats.original_chunk_count == 50
     assert ticks - before >= 2

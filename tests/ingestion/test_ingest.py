@@ -11,6 +11,7 @@ from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.ingest import ingest_paths
 from researchcrew.knowledge.loaders import FieldMapError
 from researchcrew.settings import Settings
+from tests.helpers.event_loop import LoopWatch
 from tests.ingestion.conftest import CountingEmbedder
 from tests.ingestion.files import HTML_PAGE, MARKDOWN_NOTE, beir_records, write_beir, write_pdf
 
@@ -166,26 +167,13 @@ def test_usage_mistakes_fail_fast(kb: KnowledgeBase, tmp_path: Path) -> None:
 
 
 async def test_async_ingest_keeps_the_event_loop_free(tmp_path: Path, kb: KnowledgeBase) -> None:
-    import asyncio
-
     from researchcrew.knowledge.ingest import aingest_paths
 
     path = write_beir(tmp_path / "c.jsonl", beir_records())
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    try:
+    async with LoopWatch(interval_s=0.01) as watch:
         report = await aingest_paths(kb, [path], progress=False)
-    finally:
-        task.cancel()
     assert report.documents_added == 3
-    assert ticks >= 5  # the loop kept running while embedding and Milvus worked
+    assert watch.ticks >= 5  # the loop kept running while embedding and Milvus worked
 
 
 def test_setup_time_is_reported_apart_from_throughput(tmp_path: Path, settings: Settings,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from datetime import UTC, date, datetime
@@ -16,6 +15,7 @@ from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.embedding import Embedder
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.settings import Settings
+from tests.helpers.event_loop import LoopWatch
 
 from .conftest import CORPUS
 
@@ -186,21 +186,12 @@ def test_reopening_keeps_data_and_refuses_another_model(settings: Settings, embe
 
 async def test_asearch_does_not_block_the_event_loop(kb: KnowledgeBase) -> None:
     kb.add_documents(CORPUS)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.005)
-            ticks += 1
-
-    task = asyncio.create_task(ticker())
-    started = time.perf_counter()
-    hits = await kb.asearch("sunlight splits water", top_k=2)
-    elapsed = time.perf_counter() - started
-    task.cancel()
+    async with LoopWatch(interval_s=0.005) as watch:
+        started = time.perf_counter()
+        hits = await kb.asearch("sunlight splits water", top_k=2)
+        elapsed = time.perf_counter() - started
     assert hits[0].source_key == "notes/photosynthesis.md"
-    assert ticks >= max(1, int(elapsed / 0.005) // 4)  # the loop kept running while the search worked
+    assert watch.ticks >= max(1, int(elapsed / 0.005) // 4)  # the loop kept running while the search worked
 
 
 def test_unavailable_reranker_is_skipped_with_one_notice(
