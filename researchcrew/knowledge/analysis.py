@@ -6,7 +6,11 @@ it silently ignores ``{"type": "stemmer"}`` and treats ``_english_`` as a litera
 is worth several nDCG points (stemming is the single largest BM25 lever).
 
 So the analysis happens here: lowercase, word tokens of two or more characters, English stop words removed,
-Snowball English stemming (PyStemmer). The result is a space-separated string of stems, stored in the BM25 input
+Snowball English stemming (PyStemmer), and one more token for every hyphenated compound, its parts joined
+("IL-6" → ``il`` and ``il6``; "T-cells" → ``cell`` and ``tcell``). Scientific names are full of hyphens, and the
+parts alone are weak or lost (single characters are not tokens): with the joined form, "IL-6" and "IL6" match
+each other and "IL-6" no longer matches every "IL-" name. On SciFact's tuning half it lifted hybrid nDCG@10 by
+about 0.01 (benchmarks/retrieval_ablation.py). The result is a space-separated string of stems, stored in the BM25 input
 field, whose Milvus analyzer is then just ``standard`` + ``lowercase`` (an identity on this input, on Lite and on
 a server alike). Queries go through the same function before they reach the BM25 search. ``ANALYZER_VERSION`` is
 recorded in the collection so that an index built with different analysis is detected instead of silently
@@ -19,7 +23,7 @@ import re
 import threading
 from functools import lru_cache
 
-ANALYZER_VERSION = "snowball-en-1"
+ANALYZER_VERSION = "snowball-en-2"  # 2: joined hyphenated compounds
 
 # The 33 stop words of Lucene's English analyzer (the set bm25s uses too). A short list on purpose: longer ones
 # remove words like "between", "above" or "only" that carry meaning in scientific claims.
@@ -32,13 +36,17 @@ ENGLISH_STOP_WORDS = frozenset(
 )
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_COMPOUND = re.compile(r"(?u)\w+(?:-\w+)+")
 
 
 class Analyzer:
-    """Lowercase → word tokens → stop words out → Snowball English stems."""
+    """Lowercase → word tokens (+ joined hyphenated compounds) → stop words out → Snowball English stems."""
 
-    def __init__(self, *, stem: bool = True, stop_words: frozenset[str] = ENGLISH_STOP_WORDS) -> None:
+    def __init__(
+        self, *, stem: bool = True, stop_words: frozenset[str] = ENGLISH_STOP_WORDS, join_compounds: bool = True
+    ) -> None:
         self._stop_words = stop_words
+        self._join_compounds = join_compounds
         self._lock = threading.Lock()
         self._stemmer = None
         if stem:
@@ -47,7 +55,9 @@ class Analyzer:
             self._stemmer = Stemmer.Stemmer("english")
 
     def tokens(self, text: str) -> list[str]:
-        words = [word for word in _TOKEN.findall(text.lower()) if word not in self._stop_words]
+        lowered = text.lower()
+        joined = [c.replace("-", "") for c in _COMPOUND.findall(lowered)] if self._join_compounds else []
+        words = [word for word in (*_TOKEN.findall(lowered), *joined) if word not in self._stop_words]
         if self._stemmer is None:
             return words
         with self._lock:  # a PyStemmer object keeps a cache and is not thread-safe

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from researchcrew.knowledge.documents import Chunk, Document
@@ -39,6 +40,20 @@ def indexed_text(title: str | None, heading: str | None, body: str) -> str:
     if len(header) == 2 and header[0].strip().lower() == header[1].strip().lower():
         header = header[:1]
     return "\n".join([*header, body]) if header else body
+
+
+def keyword_text(
+    title: str | None, heading: str | None, bodies: Sequence[str], position: int, *, radius: int = 1
+) -> str:
+    """What BM25 indexes for the chunk at ``position``: its context header, and its body between its neighbours'.
+
+    Keywords are matched over a wider window than the dense model reads: a passage is the answer to a query
+    whose terms are spread over it and the text around it (the method in one chunk, the result in the next).
+    The dense vector stays the chunk's own, since all-MiniLM-L6-v2 was trained on short texts and blurs long ones.
+    ``radius`` 1 (a neighbour each side) measured best on SciFact (benchmarks/retrieval_ablation.py).
+    """
+    window = bodies[max(0, position - radius) : position + radius + 1]
+    return indexed_text(title, heading, "\n".join(window))
 
 
 @dataclass

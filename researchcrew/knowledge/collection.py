@@ -29,7 +29,7 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.analysis import default_analyzer
-from researchcrew.knowledge.chunking import Chunker, indexed_text
+from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_text
 from researchcrew.knowledge.documents import Chunk, Document
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.knowledge.search import Searcher, SearchHit
@@ -184,7 +184,9 @@ class KnowledgeBase:
             metadata = _json_safe({**document.metadata, "authors": list(document.authors)})
             source = document.metadata.get("source")
             source_name = source if isinstance(source, str) and source else document.source_key.split("#", 1)[0]
+            bodies = [chunk.text for chunk in chunks]
             for chunk in chunks:
+                keywords = keyword_text(chunk.title, chunk.heading, bodies, chunk.position)
                 rows.append(
                     {
                         schema.PK: schema.primary_key(document.source_key, chunk.chunk_id),
@@ -196,7 +198,7 @@ class KnowledgeBase:
                         schema.URL: schema.clip(schema.URL, chunk.url),
                         schema.HEADING: schema.clip(schema.HEADING, chunk.heading),
                         schema.TEXT: schema.clip(schema.TEXT, chunk.text),
-                        schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, analyzer.analyze(texts[index])),
+                        schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, analyzer.analyze(keywords)),
                         schema.DATE: schema.epoch(chunk.source_date),
                         schema.POSITION: chunk.position,
                         schema.CHUNK_COUNT: len(chunks),

@@ -4,21 +4,23 @@
 benchmarks/retrieval_scifact.py for the numbers): every candidate in the union of the two pools is scored on both
 sides (``search`` fills in what the other side did not return), each side is min-max normalised over the
 unfiltered candidate pool, and ``fused = w·dense + (1 − w)·bm25`` with ``w = dense_weight``. Measured against the
-alternatives on the tuning half: RRF (k=60) was ~0.02 nDCG@10 lower; min-max fusion that counts a side's miss as
-zero (what a ranker over two top-k lists does) was ~0.014 lower at its best weight. ``"rrf"`` remains available:
-Σ 1/(k + rank), divided by its maximum 2/(k + 1) so it lies in [0, 1].
+alternatives on the tuning half (with the keyword-context BM25 text of ``chunking.keyword_text``): RRF (k=60) was
+~0.03 nDCG@10 lower (0.718 vs 0.749); min-max fusion that counts a side's miss as zero was ~0.014 lower at its best
+weight (0.735 at w=0.4). Those two are what Milvus' own ``hybrid_search`` rankers (``RRFRanker``,
+``WeightedRanker``) compute over two top-k lists, which is why fusion happens here, after ``search`` has completed
+both sides. ``"rrf"`` remains available: Σ 1/(k + rank), divided by its maximum 2/(k + 1) so it lies in [0, 1].
 
 **Calibration**: ``relevance = σ(A·fused + B·cosine + C)``. A fused score alone is relative — the best candidate
 of every query gets 1.0, even for a query the knowledge base knows nothing about — so the raw dense cosine, which
 is on an absolute scale, enters too. A, B, C are a logistic regression fitted on SciFact's tuning half with
-class-balanced weights: the relevance is the probability that a hit is relevant under EQUAL priors of relevant
-and non-relevant hits, which does not depend on how many relevant documents a corpus holds per query (SciFact
-has ~1.1). 0.5 thus means "as typical of a relevant hit as of an irrelevant one". On the held-out half the share
-of judged-relevant hits rises steadily with the relevance band, which is what makes ``min_relevance`` thresholds
-meaningful (top 10 per query: relevance < 0.3 → 0 % judged relevant, 0.3–0.5 → 1.8 %, 0.5–0.7 → 4.5 %,
-0.7–0.9 → 8.7 %, ≥ 0.9 → 40 %). Every SciFact query has an answer in the corpus, so the fit cannot see off-topic
-queries; a query-level gate on the best cosine (``GATE_*``) scales relevance down when nothing in the knowledge
-base is close to the query.
+class-balanced weights (``benchmarks/calibrate_relevance.py`` refits them and prints the table below): the relevance
+is the probability that a hit is relevant under EQUAL priors of relevant and non-relevant hits, which does not
+depend on how many relevant documents a corpus holds per query (SciFact has ~1.1). 0.5 thus means "as typical of a
+relevant hit as of an irrelevant one". On the held-out half the share of judged-relevant hits rises steadily with
+the relevance band, which is what makes ``min_relevance`` thresholds meaningful (top 10 per query: relevance < 0.3
+→ 0 % judged relevant, 0.3–0.5 → 2.1 %, 0.5–0.7 → 5.4 %, 0.7–0.9 → 11.4 %, ≥ 0.9 → 48.6 %). Every SciFact query
+has an answer in the corpus, so the fit cannot see off-topic queries; a query-level gate on the best cosine
+(``GATE_*``) scales relevance down when nothing in the knowledge base is close to the query.
 
 Hits are ordered by the fused score (adding the cosine term to the *ranking* lowered held-out nDCG), so within one
 result list relevance is nearly, not strictly, monotone. In the single-side diagnostic modes (``dense``/``bm25``)
@@ -41,12 +43,13 @@ if TYPE_CHECKING:
 Mode = Literal["hybrid", "dense", "bm25"]
 
 # Calibration constants (see the module docstring): class-balanced logistic regression on the SciFact tuning half
-# (even query ids), candidates = the 100+100 pool union per query, labels = the chunk's document is judged relevant.
-CALIBRATION_FUSED = 9.503
-CALIBRATION_COSINE = 6.288
-CALIBRATION_BIAS = -8.443
-SINGLE_FUSED = 6.921
-SINGLE_BIAS = -4.306
+# (even query ids), samples = the top 100 hits per query, labels = the chunk's document is judged relevant.
+# Refit with benchmarks/calibrate_relevance.py whenever analysis, chunking or fusion change.
+CALIBRATION_FUSED = 12.423
+CALIBRATION_COSINE = 1.091
+CALIBRATION_BIAS = -8.684
+SINGLE_FUSED = 6.954
+SINGLE_BIAS = -3.038
 
 # Query-level gate: when even the best candidate's cosine is low, the knowledge base has nothing on the query and
 # every relevance is scaled down: × clip((best cosine − LOW) / (HIGH − LOW), 0, 1). On SciFact's tuning half the

@@ -3,10 +3,11 @@
 One row per chunk. Besides the chunk's own fields it carries its document's ``chunk_count``, so a document whose
 insert was cut off (a crash between two batches) is recognisable as incomplete: fewer rows than ``chunk_count``.
 
-BM25: ``search_text`` (the context header plus the chunk body, analysed client-side — see ``analysis``) feeds a
-Milvus BM25 Function that fills the ``sparse`` field. Dense: ``dense`` holds the embedder's vector of the same
-context-headed text, searched by cosine. Dates are stored as epoch seconds so range filters are integer
-comparisons; an undated chunk holds ``NO_DATE``, which every date filter excludes.
+BM25: ``search_text`` (the context header plus the chunk body between its neighbours' bodies, analysed
+client-side — see ``chunking.keyword_text`` and ``analysis``) feeds a Milvus BM25 Function that fills the ``sparse``
+field. Dense: ``dense`` holds the embedder's vector of the context-headed chunk alone, searched by cosine. Dates
+are stored as epoch seconds so range filters are integer comparisons; an undated chunk holds ``NO_DATE``, which
+every date filter excludes.
 
 A collection property (``PROPERTY``) records the embedding model, its dimension and the analyzer version; opening a
 collection built with different ones is refused with a hint rather than answered with nonsense.

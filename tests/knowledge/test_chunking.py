@@ -8,7 +8,7 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from researchcrew.knowledge.chunking import Chunker, indexed_text
+from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_text
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.tokens import TokenCounter
 
@@ -45,6 +45,14 @@ def test_consecutive_windows_overlap_by_a_sentence(token_counter: TokenCounter) 
         assert after.text.startswith(last_sentence)
     # Nothing is lost: every sentence is in some chunk.
     assert all(any(sentence in chunk.text for chunk in chunks) for sentence in sentences)
+
+
+def test_keyword_text_is_the_chunk_between_its_neighbours_under_its_own_header() -> None:
+    bodies = ["Alpha one.", "Beta two.", "Gamma three.", "Delta four."]
+    assert keyword_text("Paper", "Methods", bodies, 0) == "Paper\nMethods\nAlpha one.\nBeta two."
+    assert keyword_text("Paper", "Methods", bodies, 2) == "Paper\nMethods\nBeta two.\nGamma three.\nDelta four."
+    assert keyword_text(None, None, bodies, 3) == "Gamma three.\nDelta four."
+    assert keyword_text("Paper", None, ["Only."], 0) == indexed_text("Paper", None, "Only.")
 
 
 def test_balanced_windows(token_counter: TokenCounter) -> None:

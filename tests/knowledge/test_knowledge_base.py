@@ -46,6 +46,29 @@ def test_hybrid_search_finds_the_right_document(kb: KnowledgeBase) -> None:
     assert kb.search("the of and", mode="bm25") == []  # only stop words: nothing for BM25 to match
 
 
+def test_bm25_matches_a_chunk_by_the_text_around_it(kb: KnowledgeBase) -> None:
+    text = ("# Stations\n\nPlankton nets were towed near the xylograph buoy.\n\n"
+            "# Midway\n\nThe survey team logged the water temperature and the salinity.\n\n"
+            "# Overflight\n\nFinally the zeppelin overflight mapped the bloom.")
+    report = kb.add_documents([Document(source_key="cruise.md", title="A cruise", text=text)])
+    assert report.chunks_added == 3  # one per section
+    # "zeppelin" is in the last chunk only: BM25 also finds the chunk just before it, not the first one.
+    hits = kb.search("zeppelin", top_k=10, mode="bm25")
+    assert [hit.position for hit in hits] == [2, 1]  # the shorter keyword text (no third neighbour) first
+    # What a reader is shown is still the chunk's own text, under its own heading.
+    assert hits[1].heading == "Midway"
+    assert hits[1].text == "The survey team logged the water temperature and the salinity."
+
+
+def test_hyphenated_names_match_their_unhyphenated_spelling(kb: KnowledgeBase) -> None:
+    kb.add_documents([
+        Document(source_key="il6.md", title="Cytokines after surgery", text="Serum IL-6 rose sharply after surgery."),
+        Document(source_key="il2.md", title="T-cell growth", text="IL-2 signalling drives T-cell proliferation."),
+    ])
+    assert [hit.source_key for hit in kb.search("IL6", mode="bm25")] == ["il6.md"]
+    assert kb.search("IL-6 after surgery", top_k=1)[0].source_key == "il6.md"
+
+
 def test_min_relevance_drops_weak_hits(kb: KnowledgeBase) -> None:
     kb.add_documents(CORPUS)
     everything = kb.search("volcanic ash cooling the climate", top_k=10)
