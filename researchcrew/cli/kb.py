@@ -1,4 +1,4 @@
-"""`researchcrew kb stats|remove`: look into the knowledge base and take documents out of it."""
+"""`researchcrew kb stats|remove|reindex`: look into the knowledge base, take documents out, upgrade its index."""
 
 from __future__ import annotations
 
@@ -66,6 +66,24 @@ def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[
         click.echo(f"Removed {removed} chunk(s) ({len(keys)} source key(s), {len(doc_ids)} document id(s)).")
     if removed == 0:
         raise SystemExit(1)
+
+
+@kb.command()
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+def reindex(as_json: bool) -> None:
+    """Update the keyword-search (BM25) text after an upgrade changed how text is analysed.
+
+    Rewrites it from the chunks already stored; nothing is re-read or re-embedded. Safe to interrupt and rerun.
+    """
+    with _open() as base:
+        report = _guard(base.reindex_keywords)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    elif report.chunks == 0:
+        click.echo(f"Keyword search is up to date (analyzer {report.analyzer_after}); nothing to do.")
+    else:
+        click.echo(f"Re-analysed {report.chunks} chunk(s) of {report.documents} document(s) for keyword search "
+                   f"({report.analyzer_before} -> {report.analyzer_after}) in {report.seconds:.1f} s.")
 
 
 def keys_under(index: dict[str, str], path: Path) -> list[str]:

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from researchcrew.contracts._base import Contract
 from researchcrew.knowledge import schema
-from researchcrew.knowledge.analysis import default_analyzer
+from researchcrew.knowledge.analysis import ANALYZER_VERSION, default_analyzer
 from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_text
 from researchcrew.knowledge.documents import Chunk, Document
 from researchcrew.knowledge.filters import SearchFilters
@@ -59,6 +59,16 @@ class AddReport(Contract):
     documents_skipped: int = Field(default=0, ge=0, description="Unchanged documents, already complete.")
     documents_empty: int = Field(default=0, ge=0, description="Documents with no text to index.")
     chunks_added: int = Field(default=0, ge=0, description="Chunks written.")
+    seconds: float = Field(default=0.0, ge=0, description="Wall time.")
+
+
+class ReindexReport(Contract):
+    """What ``reindex_keywords`` did."""
+
+    analyzer_before: str = Field(description="The analyzer the collection's BM25 text came from.")
+    analyzer_after: str = Field(default=ANALYZER_VERSION, description="The analyzer it comes from now.")
+    documents: int = Field(default=0, ge=0, description="Documents whose chunks were rewritten.")
+    chunks: int = Field(default=0, ge=0, description="Chunks rewritten (0 when the collection was already current).")
     seconds: float = Field(default=0.0, ge=0, description="Wall time.")
 
 
@@ -228,6 +238,53 @@ class KnowledgeBase:
             else:
                 report.documents_added += 1
 
+    def reindex_keywords(self, *, progress: Callable[[int, int], None] | None = None) -> ReindexReport:
+        """Rewrite every chunk's BM25 text with this version's analysis (``keyword_text`` + ``analysis``).
+
+        The upgrade path when the analyzer changed: chunk texts, vectors and metadata are kept as stored and only
+        ``search_text`` is recomputed (Milvus re-derives the sparse BM25 vector on upsert), so nothing is
+        re-embedded. The collection is labelled current only after the last row is written: an interrupted run
+        leaves it refused as before, and running again redoes the work. ``progress(done, total)`` in documents.
+        """
+        started = time.perf_counter()
+        self.store.accept_stale_analyzer = True  # for the whole run: a reconnect midway must not be refused
+        try:
+            keys = sorted({row[schema.SOURCE_KEY] for row in self.store.rows("", [schema.SOURCE_KEY])})
+            report = ReindexReport(analyzer_before=str(self.store.recorded.get("analyzer")))
+            if not self.store.analyzer_current:
+                for start in range(0, len(keys), _KEYS_PER_LOOKUP):
+                    batch = keys[start : start + _KEYS_PER_LOOKUP]
+                    documents, chunks = self._rewrite_keywords(batch)
+                    report.documents += documents
+                    report.chunks += chunks
+                    if progress:
+                        progress(start + len(batch), len(keys))
+                self.store.mark_analyzer_current()
+        finally:
+            self.store.accept_stale_analyzer = False
+        report.seconds = time.perf_counter() - started
+        logger.info("re-analysed %d chunks of %d documents for BM25 (%s -> %s)", report.chunks, report.documents,
+                    report.analyzer_before, report.analyzer_after)
+        return report
+
+    def _rewrite_keywords(self, source_keys: Sequence[str]) -> tuple[int, int]:
+        """Recompute ``search_text`` for every row of these keys; (documents, chunks) rewritten."""
+        expression = f"{schema.SOURCE_KEY} in [{', '.join(schema.quote(key) for key in source_keys)}]"
+        documents: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for row in self.store.rows(expression, _STORED_FIELDS):
+            documents[(row[schema.SOURCE_KEY], row[schema.DOC_ID])].append(row)
+        analyzer = default_analyzer()
+        rows: list[dict[str, Any]] = []
+        for chunks in documents.values():
+            chunks.sort(key=lambda row: int(row[schema.POSITION]))
+            bodies = [str(row[schema.TEXT]) for row in chunks]
+            for index, row in enumerate(chunks):
+                keywords = keyword_text(row[schema.TITLE] or None, row[schema.HEADING] or None, bodies, index)
+                rows.append({**row, schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, analyzer.analyze(keywords))})
+        for start in range(0, len(rows), _UPSERT_ROWS):
+            self.store.upsert(rows[start : start + _UPSERT_ROWS])
+        return len(documents), len(rows)
+
     def remove(self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = ()) -> int:
         """Delete the chunks of these source keys and/or documents; returns how many chunks were removed."""
         if not source_keys and not doc_ids:
@@ -346,6 +403,11 @@ class _Pending:
 
 
 _STATE_FIELDS = [schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_COUNT, schema.INGESTED_AT]
+# Every field a row is written with (the sparse BM25 vector is Milvus' to compute): what a rewrite reads back.
+_STORED_FIELDS = [
+    schema.CHUNK_ID, schema.DOC_ID, schema.SOURCE_KEY, schema.SOURCE, schema.TITLE, schema.URL, schema.HEADING,
+    schema.TEXT, schema.DATE, schema.POSITION, schema.CHUNK_COUNT, schema.INGESTED_AT, schema.METADATA, schema.DENSE,
+]
 
 
 def _completeness(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, tuple[str, int]]]:

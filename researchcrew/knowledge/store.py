@@ -60,6 +60,8 @@ class CollectionStore:
         self._dimension = dimension
         self._model_name = model_name
         self._client: Any = None
+        # True only for ``KnowledgeBase.reindex_keywords``: open a collection whose BM25 text an older analyzer wrote.
+        self.accept_stale_analyzer = False
         self._lock = threading.RLock()  # re-entrant: a failed connect reports (and resets) under the same lock
         self.recorded: dict[str, Any] = {}  # what the collection's description says it was built with
 
@@ -130,13 +132,32 @@ class CollectionStore:
                 f"collection {self.collection!r} at {self.uri} was not created by this version of researchcrew; "
                 "choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
             )
-        if recorded.get("embedding_model") != self._model_name or recorded.get("analyzer") != ANALYZER_VERSION:
+        if recorded.get("embedding_model") != self._model_name:
             raise KnowledgeBaseError(
-                f"collection {self.collection!r} was built with embedding model {recorded.get('embedding_model')!r} "
-                f"and analyzer {recorded.get('analyzer')!r}, but the settings use {self._model_name!r} and "
-                f"{ANALYZER_VERSION!r}; re-ingest into a new collection (RESEARCHCREW_MILVUS__COLLECTION) or "
-                "switch the model back"
+                f"collection {self.collection!r} was built with embedding model {recorded.get('embedding_model')!r}, "
+                f"but the settings use {self._model_name!r}; re-ingest into a new collection "
+                "(RESEARCHCREW_MILVUS__COLLECTION) or switch the model back"
             )
+        if not self.analyzer_current and not self.accept_stale_analyzer:
+            raise KnowledgeBaseError(
+                f"collection {self.collection!r} holds keyword-search text from analyzer {recorded.get('analyzer')!r}, "
+                f"this version uses {ANALYZER_VERSION!r}; run `researchcrew kb reindex` to update it from the stored "
+                "chunks (nothing is re-embedded)"
+            )
+
+    @property
+    def analyzer_current(self) -> bool:
+        """Whether the collection's BM25 text was written by this version's analyzer."""
+        return self.recorded.get("analyzer") == ANALYZER_VERSION
+
+    def mark_analyzer_current(self) -> None:
+        """Record in the collection that its BM25 text now comes from this version's analyzer."""
+        label = schema.description(str(self.recorded.get("embedding_model")), int(self.recorded.get("dimension", 0)))
+        self._call(
+            "label collection",
+            lambda c, **kw: c.alter_collection_properties(self.collection, properties={schema.PROPERTY: label}, **kw),
+        )
+        self.recorded = schema.parse_description(label)
 
     def close(self) -> None:
         with self._lock:

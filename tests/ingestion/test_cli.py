@@ -1,4 +1,4 @@
-"""`researchcrew ingest` and `researchcrew kb stats|remove` through click's CliRunner, against Milvus Lite."""
+"""`researchcrew ingest` and `researchcrew kb stats|remove|reindex` through click's CliRunner, against Milvus Lite."""
 
 from __future__ import annotations
 
@@ -111,3 +111,36 @@ def test_kb_stats_and_remove(runner: CliRunner, tmp_path: Path) -> None:
     assert nothing.exit_code == 1 and "nothing matched" in nothing.output
     no_option = runner.invoke(cli, ["kb", "remove"])
     assert no_option.exit_code == 2 and "--source KEY" in no_option.output
+
+
+def test_kb_reindex_upgrades_a_collection_an_older_analyzer_wrote(runner: CliRunner, tmp_path: Path) -> None:
+    note = tmp_path / "note.md"
+    note.write_text(MARKDOWN_NOTE)
+    assert runner.invoke(cli, ["ingest", str(note), "--json"]).exit_code == 0
+    current = runner.invoke(cli, ["kb", "reindex"])
+    assert current.exit_code == 0 and "up to date" in current.stdout
+
+    _label_as_written_by_analyzer("snowball-en-1", tmp_path / "data")
+    refused = runner.invoke(cli, ["kb", "stats"])
+    assert refused.exit_code == 1 and "researchcrew kb reindex" in refused.output
+    assert "Traceback" not in refused.output
+
+    report = _json(runner.invoke(cli, ["kb", "reindex", "--json"]).stdout)
+    assert report["analyzer_before"] == "snowball-en-1" and report["documents"] == 1 and report["chunks"] >= 1
+    stats = _json(runner.invoke(cli, ["kb", "stats", "--json"]).stdout)
+    assert stats["documents"] == 1
+
+
+def _label_as_written_by_analyzer(analyzer: str, data_dir: Path) -> None:
+    from pymilvus import MilvusClient
+
+    from researchcrew.knowledge import schema
+    from researchcrew.settings import Settings
+
+    settings = Settings(data_dir=data_dir)
+    client = MilvusClient(uri=settings.milvus_uri)
+    try:
+        label = json.loads(schema.description(settings.embedding.model, 384)) | {"analyzer": analyzer}
+        client.alter_collection_properties(settings.milvus.collection, properties={schema.PROPERTY: json.dumps(label)})
+    finally:
+        client.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from datetime import UTC, date, datetime
@@ -18,6 +19,12 @@ from researchcrew.settings import Settings
 from tests.helpers.event_loop import LoopWatch
 
 from .conftest import CORPUS
+
+_ALL_FIELDS = [
+    schema.CHUNK_ID, schema.DOC_ID, schema.SOURCE_KEY, schema.SOURCE, schema.TITLE, schema.URL, schema.HEADING,
+    schema.TEXT, schema.SEARCH_TEXT, schema.DATE, schema.POSITION, schema.CHUNK_COUNT, schema.INGESTED_AT,
+    schema.METADATA, schema.DENSE,
+]
 
 
 def _keys(hits: list) -> list[str]:  # type: ignore[type-arg]
@@ -205,6 +212,32 @@ def test_reopening_keeps_data_and_refuses_another_model(settings: Settings, embe
     other = settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"model": "other-model"})})
     with KnowledgeBase(other) as kb, pytest.raises(KnowledgeBaseError, match="other-model"):
         kb.stats()  # refused from the collection's record, before any model would be loaded
+
+
+def test_collection_from_an_older_analyzer_is_refused_until_reindexed(settings: Settings, embedder: Embedder) -> None:
+    documents = [*CORPUS, Document(source_key="il6.md", text="Serum IL-6 rose sharply after surgery.")]
+    with KnowledgeBase(settings, embedder=embedder) as kb:
+        kb.add_documents(documents)
+        before = {row[schema.PK]: row for row in kb.store.rows("", [schema.TEXT, schema.DENSE, schema.SEARCH_TEXT])}
+        # What an older researchcrew wrote: other BM25 text, and its analyzer's name in the collection's label.
+        kb.store.upsert([{**row, schema.SEARCH_TEXT: "stale"} for row in kb.store.rows("", _ALL_FIELDS)])
+        old_label = json.loads(schema.description(kb.model_name, 384)) | {"analyzer": "snowball-en-1"}
+        kb.store.client.alter_collection_properties(
+            kb.store.collection, properties={schema.PROPERTY: json.dumps(old_label)}
+        )
+    with KnowledgeBase(settings, embedder=embedder) as kb, pytest.raises(KnowledgeBaseError, match="kb reindex"):
+        kb.search("IL6")
+    with KnowledgeBase(settings, embedder=embedder) as kb:
+        progress: list[tuple[int, int]] = []
+        report = kb.reindex_keywords(progress=lambda done, total: progress.append((done, total)))
+        assert (report.analyzer_before, report.documents, report.chunks) == ("snowball-en-1", 6, len(before))
+        assert progress[-1] == (6, 6)
+        after = {row[schema.PK]: row for row in kb.store.rows("", [schema.TEXT, schema.DENSE, schema.SEARCH_TEXT])}
+        assert after == before  # the BM25 text is back to what an ingest writes; texts and vectors untouched
+        assert kb.search("IL6", mode="bm25")[0].source_key == "il6.md"
+        assert kb.reindex_keywords().chunks == 0  # already current: nothing to do
+    with KnowledgeBase(settings, embedder=embedder) as kb:
+        assert kb.stats().documents == 6  # opens normally from now on
 
 
 async def test_asearch_does_not_block_the_event_loop(kb: KnowledgeBase) -> None:
