@@ -25,7 +25,8 @@ _SHOWN_ERRORS = 10
 @click.option("--field", "fields", multiple=True, metavar="NAME=SOURCE",
               help="JSONL field mapping, e.g. --field id=_id --field text=body (names: id, title, text, date, url, "
                    "authors; dotted sources reach into objects). Repeatable. Common layouts are detected.")
-@click.option("--batch-size", type=click.IntRange(min=1, max=10_000), default=128, show_default=True,
+# 1024 is ingest.DEFAULT_BATCH_SIZE, written out so that `researchcrew --help` does not import the loaders.
+@click.option("--batch-size", type=click.IntRange(min=1, max=10_000), default=1024, show_default=True,
               help="Documents handed to the knowledge base per batch.")
 @click.option("--keep-missing", is_flag=True,
               help="Keep documents that disappeared from a file (default: remove them from the knowledge base).")

@@ -11,15 +11,15 @@ A document's text is Markdown-ish (headings as ``#`` lines, paragraphs separated
    halves, not 230 + 70), prefer to break at paragraph ends, and repeat the last sentence(s) of the previous
    window (``overlap_tokens``) so a statement cut by a boundary is still whole in one chunk.
 
-Sizes are counted with the model's own tokenizer (``TokenCounter``), and every finished chunk is re-counted as a
-whole, so the limit holds even where the piece-count arithmetic would be off by one.
+Sizes are counted with the model's own tokenizer (``TokenCounter``), and every finished chunk that comes near the
+limit is re-counted as a whole, so the limit holds even where the piece-count arithmetic would be off by one.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from researchcrew.knowledge.documents import Chunk, Document
@@ -27,6 +27,8 @@ from researchcrew.knowledge.tokens import TokenCounter
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+# Chunks whose estimated size is this many word pieces or more below the limit are not counted again whole.
+RECOUNT_MARGIN = 16
 _ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "fig.", "figs.", "dr.", "mr.", "ms.", "vs.", "no.", "approx.", "cf.")
 
 
@@ -54,6 +56,31 @@ def keyword_text(
     """
     window = bodies[max(0, position - radius) : position + radius + 1]
     return indexed_text(title, heading, "\n".join(window))
+
+
+def keyword_texts(
+    chunks: Sequence[tuple[str | None, str | None, str]], analyze: Callable[[str], str] | None = None
+) -> list[str]:
+    """``keyword_text`` for every chunk of one document, given as (title, heading, body) in reading order.
+
+    With ``analyze`` (``Analyzer.analyze``), each title, heading and body is analysed once and the analysed pieces
+    are joined: the same terms as analysing each keyword text whole (analysis works token by token, and pieces are
+    joined at line breaks), for a third of the work, since every body is part of three keyword texts.
+    """
+    cache: dict[str, str] = {}
+
+    def prepared(text: str | None) -> str | None:
+        if not text or analyze is None:
+            return text
+        if text not in cache:
+            cache[text] = analyze(text)
+        return cache[text]
+
+    bodies = [prepared(body) or "" for _, _, body in chunks]
+    return [
+        keyword_text(prepared(title), prepared(heading), bodies, position)
+        for position, (title, heading, _) in enumerate(chunks)
+    ]
 
 
 @dataclass
@@ -105,14 +132,14 @@ class Chunker:
             # Nothing but headings: index them as the text rather than lose the document.
             headings = [section.heading for section in sections if section.heading]
             sections = [_Section(heading=None, paragraphs=["\n".join(headings)])] if headings else []
-        bodies: list[tuple[str | None, str]] = []
+        estimated: list[tuple[str | None, str, int]] = []
         for section in sections:
             heading = self._clip(section.heading) if section.heading else None
             header_tokens = self.counter.count(indexed_text(title, heading, "x")) - 1 if (title or heading) else 0
             body_budget = max(16, self._budget - header_tokens - 1)
-            for body in self._pack(self._units(section.paragraphs, body_budget), body_budget):
-                bodies.append((heading, body))
-        bodies = self._enforce_limit(title, bodies)
+            for body, body_tokens in self._pack(self._units(section.paragraphs, body_budget), body_budget):
+                estimated.append((heading, body, header_tokens + 1 + body_tokens))
+        bodies = self._enforce_limit(title, estimated)
         doc_id = document.doc_id
         return [
             Chunk(
@@ -162,13 +189,16 @@ class Chunker:
                 units.append(_Unit(piece, self.counter.count(piece), separator if index == 0 else " "))
         return units
 
-    def _pack(self, units: list[_Unit], budget: int) -> list[str]:
-        """Greedy packing towards a balanced target size, with sentence overlap between windows."""
+    def _pack(self, units: list[_Unit], budget: int) -> list[tuple[str, int]]:
+        """Greedy packing towards a balanced target size, with sentence overlap between windows.
+
+        Returns each window's text and its size by the sum of its units' counts.
+        """
         if not units:
             return []
         total = sum(unit.tokens for unit in units)
         if total <= budget:
-            return [_join(units)]
+            return [(_join(units), total)]
         step = max(1, budget - self.overlap_tokens)
         windows = math.ceil((total - self.overlap_tokens) / step)
         target = min(budget, math.ceil(total / windows) + self.overlap_tokens)
@@ -192,7 +222,7 @@ class Chunker:
             size += unit.tokens
         if current and (not chunks or size > self._carried(current)):
             chunks.append(current)
-        return [_join(chunk) for chunk in chunks]
+        return [(_join(chunk), sum(unit.tokens for unit in chunk)) for chunk in chunks]
 
     def _overlap(self, previous: list[_Unit], next_tokens: int, budget: int) -> list[_Unit]:
         carried: list[_Unit] = []
@@ -208,12 +238,24 @@ class Chunker:
     def _carried(units: list[_Unit]) -> int:
         return sum(unit.tokens for unit in units if unit.carried)
 
-    def _enforce_limit(self, title: str | None, bodies: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
-        """Re-count each finished chunk with its header; cut any that is still too long (belt and braces)."""
+    def _enforce_limit(
+        self, title: str | None, estimated: list[tuple[str | None, str, int]]
+    ) -> list[tuple[str | None, str]]:
+        """Re-count the chunks whose estimated size comes near the limit; cut any that is too long.
+
+        The estimate (header + the sum of the sentences' counts) is exact for WordPiece tokenizers, which split at
+        whitespace first; other tokenizers can differ by a piece per sentence boundary. So a chunk estimated at
+        ``RECOUNT_MARGIN`` or more below the limit is taken as it is, and only the others are counted again whole
+        (half of all tokenizing work went to re-counting chunks nowhere near the limit).
+        """
         limit = self._budget
-        counts = self.counter.count_many([indexed_text(title, heading, body) for heading, body in bodies])
+        near = [index for index, (_, _, tokens) in enumerate(estimated) if tokens > limit - RECOUNT_MARGIN]
+        recounted = self.counter.count_many([indexed_text(title, estimated[i][0], estimated[i][1]) for i in near])
+        counts = [tokens for _, _, tokens in estimated]
+        for index, tokens in zip(near, recounted, strict=True):
+            counts[index] = tokens
         result: list[tuple[str | None, str]] = []
-        for (heading, body), tokens in zip(bodies, counts, strict=True):
+        for (heading, body, _), tokens in zip(estimated, counts, strict=True):
             if tokens <= limit:
                 result.append((heading, body))
                 continue

@@ -10,8 +10,8 @@ Writes are idempotent and crash-safe:
 * Row keys are deterministic (``schema.primary_key``) and written with upsert, so redoing a document that a crash
   cut off overwrites its partial rows instead of duplicating them.
 
-Embedding runs in batches (one embedder call per batch of documents) and rows are upserted in batches, so
-``add_documents`` costs little beyond the embedding itself.
+Embedding runs in groups (one embedder call per ~256 chunks) on a helper thread, one group ahead of the thread
+that chunks documents and writes rows, so ``add_documents`` costs little beyond the embedding itself.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,7 +30,7 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.analysis import ANALYZER_VERSION, default_analyzer
-from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_text
+from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_texts
 from researchcrew.knowledge.documents import Chunk, Document
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.knowledge.search import Searcher, SearchHit
@@ -39,7 +40,7 @@ from researchcrew.knowledge.tokens import TokenCounter, token_counter_for
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from researchcrew.knowledge.embedding import Embedder
+    from researchcrew.knowledge.embedding import Embedder, Vectors
     from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -140,29 +141,47 @@ class KnowledgeBase:
         total, done = len(documents), len(documents) - len(pending)
         group: list[_Pending] = []
         group_chunks = 0
-        for start in range(0, len(pending), _KEYS_PER_LOOKUP):
-            batch = pending[start : start + _KEYS_PER_LOOKUP]
-            state = self._state([document.source_key for document in batch])
-            for document in batch:
-                held = state.get(document.source_key, {})
-                done += 1
-                if held.get(document.doc_id) == "complete" and len(held) == 1:
-                    report.documents_skipped += 1
-                    continue
-                chunks = self.chunker.chunk(document)
-                if not chunks:
-                    logger.warning("%s has no text to index; skipped", document.source_key)
-                    report.documents_empty += 1
-                    continue
-                group.append(_Pending(document, chunks, held))
-                group_chunks += len(chunks)
-                if group_chunks >= _EMBED_GROUP:
-                    self._write(group, report)
-                    group, group_chunks = [], 0
-                    if progress:
-                        progress(done, total)
-        if group:
-            self._write(group, report)
+        # One group is embedded on a helper thread while this thread chunks the next documents and stores the
+        # group before: ONNX Runtime and torch release the GIL while they compute, so the CPU work around the
+        # embedder overlaps with it instead of leaving cores idle between groups. Groups are stored in order, one
+        # at a time, so a failure (raised here) leaves the groups before it complete and the rest untouched.
+        with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as ahead:
+            queue: deque[tuple[list[_Pending], Future[Vectors], int]] = deque()
+
+            def store_oldest() -> None:
+                stored, vectors, done_then = queue.popleft()
+                self._store(stored, vectors.result(), report)
+                if progress:
+                    progress(done_then, total)
+
+            def embed_ahead(next_group: list[_Pending], done_now: int) -> None:
+                queue.append((next_group, ahead.submit(self._embed, next_group), done_now))
+                if len(queue) > 1:
+                    store_oldest()
+
+            for start in range(0, len(pending), _KEYS_PER_LOOKUP):
+                batch = pending[start : start + _KEYS_PER_LOOKUP]
+                state = self._state([document.source_key for document in batch])
+                for document in batch:
+                    held = state.get(document.source_key, {})
+                    done += 1
+                    if held.get(document.doc_id) == "complete" and len(held) == 1:
+                        report.documents_skipped += 1
+                        continue
+                    chunks = self.chunker.chunk(document)
+                    if not chunks:
+                        logger.warning("%s has no text to index; skipped", document.source_key)
+                        report.documents_empty += 1
+                        continue
+                    group.append(_Pending(document, chunks, held))
+                    group_chunks += len(chunks)
+                    if group_chunks >= _EMBED_GROUP:
+                        embed_ahead(group, done)
+                        group, group_chunks = [], 0
+            if group:
+                embed_ahead(group, done)
+            while queue:
+                store_oldest()
         if progress:
             progress(total, total)
         report.seconds = time.perf_counter() - started
@@ -178,11 +197,14 @@ class KnowledgeBase:
             for key, held in _completeness(self.store.rows(expression, _STATE_FIELDS)).items()
         }
 
-    def _write(self, group: list[_Pending], report: AddReport) -> None:
+    def _embed(self, group: list[_Pending]) -> Vectors:
         texts = [indexed_text(chunk.title, chunk.heading, chunk.text) for item in group for chunk in item.chunks]
         vectors = self.embedder.embed_documents(texts)
         if len(vectors) != len(texts):
             raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    def _store(self, group: list[_Pending], vectors: Vectors, report: AddReport) -> None:
         analyzer = default_analyzer()
         now = int(time.time())
         fresh: list[dict[str, Any]] = []  # keys that hold nothing yet: plain inserts
@@ -194,9 +216,8 @@ class KnowledgeBase:
             metadata = _json_safe({**document.metadata, "authors": list(document.authors)})
             source = document.metadata.get("source")
             source_name = source if isinstance(source, str) and source else document.source_key.split("#", 1)[0]
-            bodies = [chunk.text for chunk in chunks]
-            for chunk in chunks:
-                keywords = keyword_text(chunk.title, chunk.heading, bodies, chunk.position)
+            keywords = keyword_texts([(chunk.title, chunk.heading, chunk.text) for chunk in chunks], analyzer.analyze)
+            for chunk, keyword_text_of_chunk in zip(chunks, keywords, strict=True):
                 rows.append(
                     {
                         schema.PK: schema.primary_key(document.source_key, chunk.chunk_id),
@@ -208,7 +229,7 @@ class KnowledgeBase:
                         schema.URL: schema.clip(schema.URL, chunk.url),
                         schema.HEADING: schema.clip(schema.HEADING, chunk.heading),
                         schema.TEXT: schema.clip(schema.TEXT, chunk.text),
-                        schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, analyzer.analyze(keywords)),
+                        schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, keyword_text_of_chunk),
                         schema.DATE: schema.epoch(chunk.source_date),
                         schema.POSITION: chunk.position,
                         schema.CHUNK_COUNT: len(chunks),
@@ -277,10 +298,9 @@ class KnowledgeBase:
         rows: list[dict[str, Any]] = []
         for chunks in documents.values():
             chunks.sort(key=lambda row: int(row[schema.POSITION]))
-            bodies = [str(row[schema.TEXT]) for row in chunks]
-            for index, row in enumerate(chunks):
-                keywords = keyword_text(row[schema.TITLE] or None, row[schema.HEADING] or None, bodies, index)
-                rows.append({**row, schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, analyzer.analyze(keywords))})
+            pieces = [(row[schema.TITLE] or None, row[schema.HEADING] or None, str(row[schema.TEXT])) for row in chunks]
+            for row, keywords in zip(chunks, keyword_texts(pieces, analyzer.analyze), strict=True):
+                rows.append({**row, schema.SEARCH_TEXT: schema.clip(schema.SEARCH_TEXT, keywords)})
         for start in range(0, len(rows), _UPSERT_ROWS):
             self.store.upsert(rows[start : start + _UPSERT_ROWS])
         return len(documents), len(rows)

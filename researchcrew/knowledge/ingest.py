@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BATCH_SIZE = 128
+# Documents per ``add_documents`` call. Each call looks up its keys' state once (a collection scan on Milvus Lite):
+# 1,024 takes SciFact in 6 scans instead of 41 (~9 s less). Embedding still goes in groups of ~256 chunks.
+DEFAULT_BATCH_SIZE = 1024
 ProgressCallback = Callable[[int, int, int], None]  # (documents done, documents to add, chunks added)
 
 

@@ -103,7 +103,7 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
         with self._tokenizer_lock:
-            encodings = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
+            encodings = [encoding.ids for encoding in self._tokenizer.encode_batch_fast(texts)]  # ids only
         order = sorted(range(len(encodings)), key=lambda index: len(encodings[index]))
         step = 1 if self.quantized else self._batch_size
         groups = [order[start : start + step] for start in range(0, len(order), step)]

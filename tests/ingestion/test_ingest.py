@@ -149,6 +149,26 @@ def test_interrupted_ingest_is_finished_by_the_next_run(tmp_path: Path, kb: Know
     assert stats.documents == 12 and stats.incomplete_documents == 0
 
 
+def test_model_failure_midway_through_one_batch_keeps_the_groups_before_it(
+    tmp_path: Path, kb: KnowledgeBase, counting: CountingEmbedder
+) -> None:
+    # One add_documents call, embedded in groups of ~256 chunks, each group one ahead of the group being stored.
+    records = [{"_id": str(i), "title": f"Gauge {i}", "text": f"Station {i} logged the river stage at dawn."}
+               for i in range(600)]
+    path = write_beir(tmp_path / "gauges.jsonl", records)
+    counting.fail_on_call = 3  # the third group's embedding fails
+    broken = ingest_paths(kb, [path], progress=False)
+    assert broken.aborted is not None and "crashed" in broken.aborted
+    stats = kb.stats()
+    assert stats.documents == 512 and stats.incomplete_documents == 0  # the two groups before it, whole
+    counting.fail_on_call = None
+    before = counting.texts_embedded
+    finished = ingest_paths(kb, [path], progress=False)
+    assert (finished.aborted, finished.documents_unchanged, finished.documents_added) == (None, 512, 88)
+    assert counting.texts_embedded - before == 88
+    assert kb.stats().documents == 600
+
+
 def test_progress_callback_and_kb_ingest_wrapper(tmp_path: Path, kb: KnowledgeBase) -> None:
     path = write_beir(tmp_path / "c.jsonl", beir_records())
     seen: list[tuple[int, int, int]] = []

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.knowledge.analysis import ENGLISH_STOP_WORDS, Analyzer, default_analyzer
+from researchcrew.knowledge.chunking import keyword_text, keyword_texts
 
 
 def test_stems_lowercases_and_drops_stop_words() -> None:
@@ -41,3 +43,24 @@ def test_output_is_space_separated_lowercase_word_tokens_without_stop_words(text
     assert all(token == token.lower() and token not in ENGLISH_STOP_WORDS for token in tokens)
     # Milvus' standard tokenizer must see exactly these tokens: no token carries a separator it would split on
     assert analysed == " ".join(tokens)
+
+
+_words = st.text(alphabet=st.sampled_from("abinotheXYZ019 -.,\n"), min_size=1, max_size=40)
+
+
+@given(st.one_of(st.none(), _words), st.lists(st.tuples(st.one_of(st.none(), _words), _words), min_size=1, max_size=5))
+def test_keyword_texts_analysed_piecewise_hold_the_terms_of_the_whole_analysed(
+    title: str | None, sections: list[tuple[str | None, str]]
+) -> None:
+    analyzer = default_analyzer()
+    chunks = [(title, heading, body) for heading, body in sections]
+    bodies = [body for _, _, body in chunks]
+    piecewise = keyword_texts(chunks, analyzer.analyze)
+    for position, (chunk_title, heading, _) in enumerate(chunks):
+        # A heading that repeats the title is left out; analysed, "Method" and "Methods" repeat each other too.
+        same_raw = bool(chunk_title and heading and chunk_title.strip().lower() == heading.strip().lower())
+        same_analysed = bool(chunk_title and heading and analyzer.analyze(chunk_title) == analyzer.analyze(heading))
+        if same_raw == same_analysed:
+            whole = analyzer.tokens(keyword_text(chunk_title, heading, bodies, position))
+            assert Counter(piecewise[position].split()) == Counter(whole)
+    assert keyword_texts(chunks) == [keyword_text(t, h, bodies, i) for i, (t, h, _) in enumerate(chunks)]
