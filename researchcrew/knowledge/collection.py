@@ -270,9 +270,10 @@ class KnowledgeBase:
         started = time.perf_counter()
         self.store.accept_stale_analyzer = True  # for the whole run: a reconnect midway must not be refused
         try:
-            keys = sorted({row[schema.SOURCE_KEY] for row in self.store.rows("", [schema.SOURCE_KEY])})
+            self.store.open()
             report = ReindexReport(analyzer_before=str(self.store.recorded.get("analyzer")))
             if not self.store.analyzer_current:
+                keys = sorted({row[schema.SOURCE_KEY] for row in self.store.rows("", [schema.SOURCE_KEY])})
                 for start in range(0, len(keys), _KEYS_PER_LOOKUP):
                     batch = keys[start : start + _KEYS_PER_LOOKUP]
                     documents, chunks = self._rewrite_keywords(batch)
@@ -284,8 +285,9 @@ class KnowledgeBase:
         finally:
             self.store.accept_stale_analyzer = False
         report.seconds = time.perf_counter() - started
-        logger.info("re-analysed %d chunks of %d documents for BM25 (%s -> %s)", report.chunks, report.documents,
-                    report.analyzer_before, report.analyzer_after)
+        if report.chunks:
+            logger.info("re-analysed %d chunks of %d documents for BM25 (%s -> %s)", report.chunks,
+                        report.documents, report.analyzer_before, report.analyzer_after)
         return report
 
     def _rewrite_keywords(self, source_keys: Sequence[str]) -> tuple[int, int]:

@@ -58,6 +58,8 @@ class KnowledgeBaseLike(Protocol):
 
     def remove(self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = ()) -> int: ...
 
+    def reindex_keywords(self) -> Any: ...
+
 
 class IngestReport(Contract):
     """What one ingest did, for the CLI summary and ``--json``."""
@@ -128,6 +130,9 @@ def ingest_paths(
         logger.info("ignored %d file(s) with unsupported extensions, e.g. %s", len(found.ignored), found.ignored[0])
 
     setup_started = time.perf_counter()
+    # A knowledge base whose keyword-search text an older version wrote is brought up to date first (no
+    # re-embedding; a no-op when it is current): the ingest writes into it either way.
+    kb.reindex_keywords()
     index = kb.document_index()  # once: everything below is decided against it
     report.setup_seconds = time.perf_counter() - setup_started
     known_keys = sorted(index)

@@ -175,6 +175,10 @@ class CollectionStore:
         )
         self.recorded = schema.parse_description(label)
 
+    def open(self) -> None:
+        """Connect now rather than on the first call (reads the collection's label; see ``recorded``)."""
+        _ = self.client
+
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None

@@ -131,6 +131,20 @@ def test_kb_reindex_upgrades_a_collection_an_older_analyzer_wrote(runner: CliRun
     assert stats["documents"] == 1
 
 
+def test_ingest_brings_an_older_keyword_index_up_to_date_first(runner: CliRunner, tmp_path: Path) -> None:
+    note = tmp_path / "note.md"
+    note.write_text(MARKDOWN_NOTE)
+    assert runner.invoke(cli, ["ingest", str(note), "--json"]).exit_code == 0
+    _label_as_written_by_analyzer("snowball-en-1", tmp_path / "data")
+    other = tmp_path / "other.md"
+    other.write_text("# Estuaries\n\nSalt wedges form where rivers meet the tide.\n")
+    added = runner.invoke(cli, ["ingest", str(note), str(other), "--json"])
+    assert added.exit_code == 0, added.output
+    assert _json(added.stdout)["documents_added"] == 1
+    assert _json(runner.invoke(cli, ["kb", "stats", "--json"]).stdout)["documents"] == 2
+    assert "up to date" in runner.invoke(cli, ["kb", "reindex"]).stdout
+
+
 def _label_as_written_by_analyzer(analyzer: str, data_dir: Path) -> None:
     from pymilvus import MilvusClient
 
