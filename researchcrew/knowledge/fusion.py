@@ -18,7 +18,7 @@ is the probability that a hit is relevant under EQUAL priors of relevant and non
 depend on how many relevant documents a corpus holds per query (SciFact has ~1.1). 0.5 thus means "as typical of a
 relevant hit as of an irrelevant one". On the held-out half the share of judged-relevant hits rises steadily with
 the relevance band, which is what makes ``min_relevance`` thresholds meaningful (top 10 per query: relevance < 0.3
-→ 0 % judged relevant, 0.3–0.5 → 2.1 %, 0.5–0.7 → 5.4 %, 0.7–0.9 → 11.4 %, ≥ 0.9 → 48.6 %). Every SciFact query
+→ 0 % judged relevant, 0.3–0.5 → 1.5 %, 0.5–0.7 → 5.3 %, 0.7–0.9 → 12.6 %, ≥ 0.9 → 48.9 %). Every SciFact query
 has an answer in the corpus, so the fit cannot see off-topic queries; a query-level gate on the best cosine
 (``GATE_*``) scales relevance down when nothing in the knowledge base is close to the query.
 
@@ -45,11 +45,11 @@ Mode = Literal["hybrid", "dense", "bm25"]
 # Calibration constants (see the module docstring): class-balanced logistic regression on the SciFact tuning half
 # (even query ids), samples = the top 100 hits per query, labels = the chunk's document is judged relevant.
 # Refit with benchmarks/calibrate_relevance.py whenever analysis, chunking or fusion change.
-CALIBRATION_FUSED = 12.423
-CALIBRATION_COSINE = 1.091
-CALIBRATION_BIAS = -8.684
-SINGLE_FUSED = 6.954
-SINGLE_BIAS = -3.038
+CALIBRATION_FUSED = 12.213
+CALIBRATION_COSINE = 1.251
+CALIBRATION_BIAS = -8.617
+SINGLE_FUSED = 6.89
+SINGLE_BIAS = -3.008
 
 # Query-level gate: when even the best candidate's cosine is low, the knowledge base has nothing on the query and
 # every relevance is scaled down: × clip((best cosine − LOW) / (HIGH − LOW), 0, 1). On SciFact's tuning half the
