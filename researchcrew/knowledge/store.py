@@ -93,6 +93,7 @@ class CollectionStore:
     def _connect(self) -> Any:
         from pymilvus import MilvusClient
 
+        _skip_per_character_string_check()  # once per process is enough; every later connect finds it done
         milvus = self._settings.milvus
         if self.lite:
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -232,12 +233,10 @@ class CollectionStore:
 
     def insert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            _skip_per_character_string_check()
             self._call("insert", lambda c, **kw: c.insert(self.collection, rows, **kw))
 
     def upsert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
-            _skip_per_character_string_check()
             self._call("upsert", lambda c, **kw: c.upsert(self.collection, rows, **kw))
 
     def delete(self, expression: str) -> None:

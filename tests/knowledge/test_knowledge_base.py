@@ -11,7 +11,7 @@ import pytest
 
 from researchcrew.errors import KnowledgeBaseError
 from researchcrew.knowledge import schema
-from researchcrew.knowledge.collection import KnowledgeBase
+from researchcrew.knowledge.collection import _STORED_FIELDS, KnowledgeBase
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.embedding import Embedder
 from researchcrew.knowledge.filters import SearchFilters
@@ -20,11 +20,7 @@ from tests.helpers.event_loop import LoopWatch
 
 from .conftest import CORPUS
 
-_ALL_FIELDS = [
-    schema.CHUNK_ID, schema.DOC_ID, schema.SOURCE_KEY, schema.SOURCE, schema.TITLE, schema.URL, schema.HEADING,
-    schema.TEXT, schema.SEARCH_TEXT, schema.DATE, schema.POSITION, schema.CHUNK_COUNT, schema.INGESTED_AT,
-    schema.METADATA, schema.DENSE,
-]
+_ALL_FIELDS = [*_STORED_FIELDS, schema.SEARCH_TEXT]  # every field a row is written with
 
 
 def _keys(hits: list) -> list[str]:  # type: ignore[type-arg]
