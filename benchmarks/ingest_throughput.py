@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from machine import describe_cpu  # benchmarks/machine.py (this script's own folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
@@ -241,7 +242,7 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     report: dict[str, Any] = {
         "corpus": str(args.corpus),
-        "machine": {"cpus": os.cpu_count(), "load_average_before": _load_avg()},
+        "machine": {**describe_cpu(), "load_average_before": _load_avg()},
     }
     if not args.skip_embedders:
         report["embedder"] = bench_embedders(args.corpus, args.sample, skip_torch=args.skip_torch, repeat=args.rounds)

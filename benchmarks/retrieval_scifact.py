@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import describe_cpu  # benchmarks/machine.py (this script's own folder is on sys.path)
+
 ROOT = Path(__file__).resolve().parent.parent
 SCIFACT = ROOT.parent / "shared" / "data" / "scifact"
 
@@ -60,6 +62,7 @@ def main() -> int:
         "p95": round(latencies[int(0.95 * (len(latencies) - 1))], 1),
         "chunks_in_index": stats.chunks,
     }
+    result["machine"] = describe_cpu()  # latency and index build time depend on the CPU (see machine.py)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -8,7 +8,7 @@ session, then mean pooling and L2 normalisation in numpy — exactly what the mo
 
 Throughput on a small CPU comes from *parallel single-threaded* runs: one session, ``intra_op_num_threads=1``, and
 one worker thread per core each running its own texts (ONNX Runtime releases the GIL and a session may be run
-from several threads at once). Measured on this 2-core machine: about twice the texts/s of one run using two
+from several threads at once). Measured on a 2-core machine: about twice the texts/s of one run using two
 intra-op threads, whose many small per-operator synchronisations stall whenever a core is busy elsewhere.
 
 The int8 model runs one text per call: its activation scales are computed per call, so in a batch one text's vector
