@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from machine import describe_cpu  # benchmarks/machine.py (this script's own folder is on sys.path)
+from machine import describe_cpu, usable_cpus  # benchmarks/machine.py (this script's own folder is on sys.path)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CORPUS = ROOT.parent / "shared" / "data" / "scifact" / "corpus.jsonl"
@@ -78,10 +78,6 @@ def _cpu_seconds() -> float:
 
 def _load_avg() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
-
-
-def _usable_cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _rate(count: int, seconds: float) -> float:
@@ -211,7 +207,7 @@ def bench_end_to_end(corpus: Path, limit: int | None) -> dict[str, Any]:
             "cpu_seconds": round(cpu_seconds, 2),
             # What the same work would take with both cores free (CPU time / usable cores): on a shared machine
             # the wall-clock rate above understates the code's speed by the share other processes take.
-            "documents_per_second_if_cores_free": _rate(first.documents_added, cpu_seconds / _usable_cpus()),
+            "documents_per_second_if_cores_free": _rate(first.documents_added, cpu_seconds / usable_cpus()),
             "embedding_seconds": round(embed_seconds, 2),
             "embedding_share": round(embed_seconds / first.seconds, 3) if first.seconds else None,
             "texts_embedded": embedded,

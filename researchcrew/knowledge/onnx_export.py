@@ -31,6 +31,7 @@ import warnings
 from pathlib import Path
 
 from researchcrew.errors import ModelUnavailableError
+from researchcrew.knowledge.cpu import read_cpu_info
 from researchcrew.knowledge.onnx_layout import ModelLayout
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,11 @@ def export_model(layout: ModelLayout, cache_dir: Path, *, quantize: bool) -> Pat
         raise ModelUnavailableError(message) from error
     try:
         logger.info("exporting %s to ONNX (%s), once; cached in %s", layout.directory.name, variant, target)
+        if quantize and read_cpu_info().int8_sums_saturate:
+            logger.info(
+                "this CPU has AVX2 but no VNNI: int8 vectors come within about 0.98 cosine of the float model's "
+                "instead of 0.99 (retrieval measured unchanged); embedding.onnx_quantize=false gives exact vectors"
+            )
         traced = work / "traced.onnx"
         _export_float(layout.directory, traced)
         fused = _fuse(layout.directory, traced, work / "fused.onnx")

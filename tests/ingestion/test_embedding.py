@@ -12,6 +12,7 @@ import pytest
 from researchcrew.data import demo_corpus_path
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.knowledge import embedding as embedding_module
+from researchcrew.knowledge.cpu import read_cpu_info
 from researchcrew.knowledge.embedding import Embedder, get_embedder, load_embedder
 from researchcrew.settings import EmbeddingSettings, Settings
 
@@ -45,12 +46,20 @@ def test_float_onnx_matches_torch(onnx_float_embedder: Embedder, torch_embedder:
     np.testing.assert_allclose(np.linalg.norm(onnx_vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_int8_onnx_stays_within_cosine_099_of_torch(onnx_embedder: Embedder, torch_embedder: Embedder,
-                                                    abstracts: list[str]) -> None:
+# How close int8 vectors come to torch's. Where int8 products are summed in 32 bits (VNNI, AMX, non-x86) the
+# per-channel recipe keeps every vector within 0.99. AVX2 alone sums pairs in 16 bits and saturates
+# (researchcrew.knowledge.cpu): these 60 abstracts measured min 0.988, mean 0.993 on an AMD EPYC Zen 3. A broken
+# recipe is far below either bound (per-tensor weight scales: ~0.93 mean).
+INT8_MIN_COSINE = 0.985 if read_cpu_info().int8_sums_saturate else 0.99
+
+
+def test_int8_onnx_stays_close_to_torch(onnx_embedder: Embedder, torch_embedder: Embedder,
+                                        abstracts: list[str]) -> None:
     documents = _cosines(onnx_embedder.embed_documents(abstracts), torch_embedder.embed_documents(abstracts))
-    assert documents.min() >= 0.99, documents.min()
+    assert documents.min() >= INT8_MIN_COSINE, documents.min()
+    assert documents.mean() >= 0.99, documents.mean()
     queries = [float(onnx_embedder.embed_query(q) @ torch_embedder.embed_query(q)) for q in QUERIES[:3]]
-    assert min(queries) >= 0.99, queries
+    assert min(queries) >= INT8_MIN_COSINE, queries
 
 
 def test_int8_onnx_ranks_like_torch(onnx_embedder: Embedder, torch_embedder: Embedder, abstracts: list[str]) -> None:
