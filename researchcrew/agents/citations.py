@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -124,7 +124,24 @@ def citation_for(number: int, chunk: ContextChunk) -> Citation:
         source_date=chunk.source_date,
         authors=list(chunk.authors),
         snippet=snippet,
+        location=passage_location(chunk.metadata),
     )
+
+
+def passage_location(metadata: Mapping[str, object]) -> str | None:
+    """"§ heading, passage n of m" from a knowledge-base chunk's metadata; None when it says nothing useful.
+
+    Only what the chunk carries is shown: a single-passage document without a heading has no location worth
+    printing, and other tools' metadata (without these keys) gives None.
+    """
+    parts: list[str] = []
+    heading = metadata.get("heading")
+    if isinstance(heading, str) and heading.strip():
+        parts.append("§ " + " ".join(heading.split())[:200])
+    position, count = metadata.get("position"), metadata.get("chunk_count")
+    if type(position) is int and type(count) is int and 0 <= position < count and count > 1:  # bool is no count
+        parts.append(f"passage {position + 1} of {count}")
+    return ", ".join(parts) or None
 
 
 def as_context_chunks(chunks: Iterable[ContextChunk | ScoredChunk]) -> list[ContextChunk]:

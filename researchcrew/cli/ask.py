@@ -90,7 +90,8 @@ def render_answer(response: FinalResponse) -> str:
             where = citation.url or citation.source_id or citation.chunk_id
             date = f", {citation.source_date:%Y-%m-%d}" if citation.source_date else ""
             title = citation.title or "(untitled)"
-            lines.append(f"  [{citation.number}] {title} — {where}{date} ({citation.source_type})")
+            location = f", {citation.location}" if citation.location else ""
+            lines.append(f"  [{citation.number}] {title} — {where}{date}{location} ({citation.source_type})")
         lines.append("")
     if response.source_reports:
         lines.append("Sources searched:")

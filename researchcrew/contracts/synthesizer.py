@@ -50,6 +50,12 @@ class Citation(Contract):
     source_date: datetime | None = Field(default=None, description="Date of the source.")
     authors: list[str] = Field(default_factory=list, description="Authors of the source.")
     snippet: str = Field(default="", max_length=1_000, description="The start of the cited passage.")
+    location: str | None = Field(
+        default=None,
+        max_length=600,
+        description="Where the passage sits in its source, where known: section heading and passage n of m "
+        '(e.g. "§ Methods, passage 2 of 5"), so two passages of one document are told apart.',
+    )
 
 
 class Claim(Contract):

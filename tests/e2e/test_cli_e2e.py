@@ -65,10 +65,13 @@ def test_ask_prints_answer_numbered_sources_and_what_each_source_did(cli_data_di
     lines = sources.strip().splitlines()
     assert lines
     for number, line in enumerate(lines, start=1):
-        # "[n] Title — http://arxiv.org/abs/..., 2021-01-22 (rag)"
-        source_line = rf"\s*\[{number}\] .+ — http://arxiv\.org/abs/\S+, \d{{4}}-\d{{2}}-\d{{2}} \(rag\)"
+        # "[n] Title — http://arxiv.org/abs/..., 2021-01-22 (rag)", with ", passage 2 of 3" for a longer abstract
+        date = r"\d{4}-\d{2}-\d{2}"
+        source_line = rf"\s*\[{number}\] .+ — http://arxiv\.org/abs/\S+, {date}(, passage \d+ of \d+)? \(rag\)"
         assert re.fullmatch(source_line, line), line
         assert f"[{number}]" in answer
+    # Two passages of one paper are two numbered sources; the listing tells them apart.
+    assert len({line.split("] ", 1)[1] for line in lines}) == len(lines), lines
     searched_lines = {line.split()[0]: line for line in searched.strip().splitlines()[:4]}
     assert set(searched_lines) == {"rag", "web", "arxiv", "memory"}
     assert re.search(r"rag\s+used, \d+ result\(s\) in \d+ ms", searched_lines["rag"])

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from researchcrew.agents.citations import clean_text, find_markers, strip_markers, validate_citations, validate_draft
+from researchcrew.agents.citations import (
+    clean_text,
+    find_markers,
+    passage_location,
+    strip_markers,
+    validate_citations,
+    validate_draft,
+)
 from researchcrew.agents.rendering import EXTRACTIVE_NOTICE, render_answer
 from researchcrew.contracts import Query
 from researchcrew.contracts.synthesizer import (
@@ -95,6 +102,33 @@ def test_citations_are_built_from_the_chunks() -> None:
     )
     assert citation.source_type == chunk.source_type
     assert chunk.content.startswith(citation.snippet[:50])
+
+
+@pytest.mark.parametrize(
+    ("metadata", "location"),
+    [
+        ({"heading": "Methods", "position": 1, "chunk_count": 5}, "§ Methods, passage 2 of 5"),
+        ({"heading": None, "position": 0, "chunk_count": 2}, "passage 1 of 2"),
+        ({"heading": "  Results\n and discussion ", "position": 0, "chunk_count": 1}, "§ Results and discussion"),
+        ({"heading": None, "position": 0, "chunk_count": 1}, None),  # a one-passage abstract: nothing to add
+        ({"position": 3, "chunk_count": 2}, None),  # inconsistent metadata is not shown
+        ({"position": True, "chunk_count": 2}, None),
+        ({"status_code": 200}, None),  # another tool's metadata
+    ],
+)
+def test_passage_location_says_where_a_knowledge_base_passage_sits(
+    metadata: dict[str, object], location: str | None
+) -> None:
+    assert passage_location(metadata) == location
+
+
+def test_citations_of_two_passages_of_one_document_are_told_apart() -> None:
+    first, second = evidence(2)
+    for item, position in ((first, 0), (second, 1)):
+        item.chunk.title, item.chunk.url = "One paper", "http://arxiv.org/abs/2101.00001"
+        item.chunk.metadata.update({"heading": None, "position": position, "chunk_count": 2})
+    result = validate_draft(draft(("First claim.", [1]), ("Second claim.", [2])), [first, second])
+    assert [citation.location for citation in result.citations] == ["passage 1 of 2", "passage 2 of 2"]
 
 
 def test_trimming_cuts_at_claim_boundaries_and_keeps_perspectives_longest() -> None:
