@@ -7,12 +7,11 @@ instructions that matter for int8 inference are listed by name; a result without
 
 from __future__ import annotations
 
-import os
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from researchcrew.knowledge.cpu import read_cpu_info
+from researchcrew.knowledge.cpu import read_cpu_info, usable_cpus
 
 # x86 instruction-set extensions that change int8 / float matrix-multiply speed, in /proc/cpuinfo spelling.
 INT8_RELEVANT_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")
@@ -28,14 +27,6 @@ def describe_cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
         "int8_sums_saturate": cpu.int8_sums_saturate,
         "onnxruntime": _version("onnxruntime"),
     }
-
-
-def usable_cpus() -> int:
-    """Cores this process may run on (a container or taskset may allow fewer than the machine has)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def _version(package: str) -> str | None:

@@ -11,6 +11,7 @@ one bit of precision, and measured no better overall (benchmarks/README.md).
 
 from __future__ import annotations
 
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,3 +46,11 @@ def read_cpu_info(cpuinfo: Path = Path("/proc/cpuinfo")) -> CpuInfo:
         elif key.strip() == "flags" and not flags:
             flags = frozenset(value.split())
     return CpuInfo(model=model, flags=flags, machine=platform.machine())
+
+
+def usable_cpus() -> int:
+    """Cores this process may run on (a container or taskset may allow fewer than the machine has)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)

@@ -18,7 +18,6 @@ would depend on its neighbours and on padding. The float model runs length-sorte
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from researchcrew.errors import ModelUnavailableError
+from researchcrew.knowledge.cpu import usable_cpus
 from researchcrew.knowledge.onnx_export import export_model
 from researchcrew.knowledge.onnx_layout import ModelLayout, inspect_model
 
@@ -42,13 +42,6 @@ def _ort_errors() -> tuple[type[Exception], ...]:
 
     names = ("Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "NoSuchFile", "NotImplemented")
     return tuple(getattr(state, name) for name in names if isinstance(getattr(state, name, None), type))
-
-
-def _usable_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class OnnxEmbedder:
@@ -87,7 +80,7 @@ class OnnxEmbedder:
         self._pooling = layout.pooling
         self._dimension = layout.dimension
         self._batch_size = batch_size
-        self._workers = max(1, workers or _usable_cpus())
+        self._workers = max(1, workers or usable_cpus())
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self.model_name = model_name

@@ -43,3 +43,9 @@ def test_other_architectures_never_count_as_saturating(tmp_path: Path, monkeypat
 def test_an_unreadable_cpuinfo_gives_unknown(tmp_path: Path) -> None:
     info = cpu.read_cpu_info(tmp_path / "absent")
     assert info.model == "unknown" and info.flags == frozenset() and info.int8_sums_saturate is False
+
+
+def test_usable_cpus_follows_the_affinity_mask_not_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu.os, "sched_getaffinity", lambda pid: {3}, raising=False)  # taskset -c 3
+    monkeypatch.setattr(cpu.os, "cpu_count", lambda: 64)
+    assert cpu.usable_cpus() == 1
