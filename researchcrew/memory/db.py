@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
@@ -30,6 +31,8 @@ from sqlalchemy import event, make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.pool import StaticPool
+from sqlalchemy.util import await_only
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
 from researchcrew.errors import ConfigurationError
 
@@ -83,7 +86,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(cursor)
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA synchronous=NORMAL")
         finally:
@@ -93,6 +96,32 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get(_WRITE_OPTION, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _is_sqlite_busy(error: BaseException) -> bool:
+    # SQLITE_BUSY and its extended codes (BUSY_RECOVERY, BUSY_SNAPSHOT, ...) share the low byte.
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(error, sqlite3.OperationalError) and code is not None and code & 0xFF == sqlite3.SQLITE_BUSY
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another connection holds the lock it needs.
+
+    Turning a rollback-journal database into WAL needs an exclusive lock, and SQLite answers "database is locked"
+    at once instead of waiting out the busy timeout. That happens when several processes (or engines) open a new
+    database at the same moment, so it is retried here for as long as the busy timeout would have waited. WAL is
+    stored in the file: once one connection has switched it, the others' pragma is a no-op.
+    The sleep yields to the event loop (this runs inside SQLAlchemy's greenlet), so other openers keep going.
+    """
+    for attempt in Retrying(
+        retry=retry_if_exception(_is_sqlite_busy),
+        stop=stop_after_delay(SQLITE_BUSY_TIMEOUT_S),
+        wait=wait_random_exponential(multiplier=0.005, max=0.25),
+        sleep=lambda seconds: await_only(asyncio.sleep(seconds)),
+        reraise=True,
+    ):
+        with attempt:
+            cursor.execute("PRAGMA journal_mode=WAL")
 
 
 class Reader:
