@@ -124,12 +124,12 @@ def citation_for(number: int, chunk: ContextChunk) -> Citation:
         source_date=chunk.source_date,
         authors=list(chunk.authors),
         snippet=snippet,
-        location=passage_location(chunk.metadata),
+        location=memory_location(chunk.metadata) if chunk.source_type == "memory" else passage_location(chunk.metadata),
     )
 
 
 def passage_location(metadata: Mapping[str, object]) -> str | None:
-    """"§ heading, passage n of m" from a knowledge-base chunk's metadata; None when it says nothing useful.
+    """ "§ heading, passage n of m" from a knowledge-base chunk's metadata; None when it says nothing useful.
 
     Only what the chunk carries is shown: a single-passage document without a heading has no location worth
     printing, and other tools' metadata (without these keys) gives None.
@@ -142,6 +142,24 @@ def passage_location(metadata: Mapping[str, object]) -> str | None:
     if type(position) is int and type(count) is int and 0 <= position < count and count > 1:  # bool is no count
         parts.append(f"passage {position + 1} of {count}")
     return ", ".join(parts) or None
+
+
+def memory_location(metadata: Mapping[str, object]) -> str | None:
+    """Which conversation a recalled exchange comes from, from a memory chunk's metadata (tools/memory_recall.py).
+
+    A person reading the Sources list cannot use the stored answer's id; "earlier in this conversation" tells them
+    where to look.
+    """
+    if metadata.get("origin") == "entity_graph":
+        return "entities from your earlier conversations"
+    same_session = metadata.get("same_session")
+    if same_session is True:
+        return "earlier in this conversation"
+    if same_session is False:
+        session_id = metadata.get("session_id")
+        named = f" (session {session_id})" if isinstance(session_id, str) and session_id.strip() else ""
+        return "an earlier conversation" + named
+    return None
 
 
 def as_context_chunks(chunks: Iterable[ContextChunk | ScoredChunk]) -> list[ContextChunk]:

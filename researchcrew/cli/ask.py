@@ -12,7 +12,7 @@ import click
 from researchcrew.cli._common import echo_json, load_settings
 
 if TYPE_CHECKING:
-    from researchcrew.contracts import FinalResponse
+    from researchcrew.contracts import Citation, FinalResponse
 
 _KIND_LABEL = {
     "generated": "",
@@ -74,6 +74,22 @@ def ask(question: str, user_id: str, session_id: str, response_format: str | Non
         click.echo(render_answer(response))
 
 
+def _source_line(citation: Citation) -> str:
+    """``[n] Title — where, date, location (source type)``.
+
+    "Where" is what a reader can follow: the URL, else the source's id (a file path, a document id). A recalled
+    exchange's id means nothing to a person, so a memory citation names the conversation instead.
+    """
+    date = f", {citation.source_date:%Y-%m-%d}" if citation.source_date else ""
+    title = citation.title or "(untitled)"
+    if citation.source_type == "memory" and not citation.url:
+        where, location = citation.location or "your conversation memory", ""
+    else:
+        where = citation.url or citation.source_id or citation.chunk_id
+        location = f", {citation.location}" if citation.location else ""
+    return f"[{citation.number}] {title} — {where}{date}{location} ({citation.source_type})"
+
+
 def render_answer(response: FinalResponse) -> str:
     """The answer as a person reads it in a terminal: text, numbered sources, then what each source did."""
     lines: list[str] = []
@@ -86,12 +102,7 @@ def render_answer(response: FinalResponse) -> str:
     lines += [header, "", response.answer.strip(), ""]
     if response.citations:
         lines.append("Sources:")
-        for citation in response.citations:
-            where = citation.url or citation.source_id or citation.chunk_id
-            date = f", {citation.source_date:%Y-%m-%d}" if citation.source_date else ""
-            title = citation.title or "(untitled)"
-            location = f", {citation.location}" if citation.location else ""
-            lines.append(f"  [{citation.number}] {title} — {where}{date}{location} ({citation.source_type})")
+        lines += [f"  {_source_line(citation)}" for citation in response.citations]
         lines.append("")
     if response.source_reports:
         lines.append("Sources searched:")

@@ -54,7 +54,8 @@ class Citation(Contract):
         default=None,
         max_length=600,
         description="Where the passage sits in its source, where known: section heading and passage n of m "
-        '(e.g. "§ Methods, passage 2 of 5"), so two passages of one document are told apart.',
+        '(e.g. "§ Methods, passage 2 of 5"), so two passages of one document are told apart; for a recalled '
+        'exchange, which conversation it comes from (e.g. "earlier in this conversation").',
     )
 
 

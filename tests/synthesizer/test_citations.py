@@ -7,6 +7,7 @@ import pytest
 from researchcrew.agents.citations import (
     clean_text,
     find_markers,
+    memory_location,
     passage_location,
     strip_markers,
     validate_citations,
@@ -120,6 +121,30 @@ def test_passage_location_says_where_a_knowledge_base_passage_sits(
     metadata: dict[str, object], location: str | None
 ) -> None:
     assert passage_location(metadata) == location
+
+
+@pytest.mark.parametrize(
+    ("metadata", "location"),
+    [
+        ({"same_session": True, "session_id": "s1", "origin": "local"}, "earlier in this conversation"),
+        ({"same_session": False, "session_id": "s0", "origin": "zep"}, "an earlier conversation (session s0)"),
+        ({"same_session": False, "session_id": "  "}, "an earlier conversation"),
+        ({"entities": ["SciFact"], "origin": "entity_graph"}, "entities from your earlier conversations"),
+        ({"heading": "Methods", "position": 1, "chunk_count": 5}, None),  # not a memory chunk's metadata
+    ],
+)
+def test_memory_location_names_the_conversation_a_recalled_exchange_comes_from(
+    metadata: dict[str, object], location: str | None
+) -> None:
+    assert memory_location(metadata) == location
+
+
+def test_a_memory_citation_says_which_conversation_instead_of_a_knowledge_base_location() -> None:
+    [item] = evidence(1)
+    item.chunk.source_type, item.chunk.source_id = "memory", "effad49f0c1e4b7a"
+    item.chunk.metadata.update({"same_session": True, "session_id": "s1", "position": 0, "chunk_count": 2})
+    [citation] = validate_draft(draft(("Claim.", [1])), [item]).citations
+    assert (citation.location, citation.source_id) == ("earlier in this conversation", "effad49f0c1e4b7a")
 
 
 def test_citations_of_two_passages_of_one_document_are_told_apart() -> None:

@@ -1,0 +1,37 @@
+"""How `researchcrew ask` lists the sources of an answer in a terminal."""
+
+from __future__ import annotations
+
+from researchcrew.agents.citations import validate_draft
+from researchcrew.cli.ask import render_answer
+from researchcrew.contracts import Query
+from researchcrew.contracts.synthesizer import AnswerDraft, DraftClaim, DraftSection, FinalResponse
+from tests.synthesizer.builders import evidence
+
+
+def _sources_of(response: FinalResponse) -> list[str]:
+    listing = render_answer(response).partition("\nSources:\n")[2]
+    return [line.strip() for line in listing.split("\n\n")[0].splitlines()]
+
+
+def test_sources_name_a_document_by_url_and_a_recalled_exchange_by_its_conversation() -> None:
+    paper, recalled = evidence(2)
+    paper.chunk.source_type, paper.chunk.title = "rag", "SciFact"
+    paper.chunk.metadata.update({"heading": "Methods", "position": 1, "chunk_count": 3})
+    recalled.chunk.source_type, recalled.chunk.url = "memory", None
+    recalled.chunk.title, recalled.chunk.source_id = "Earlier question: What is SciFact?", "effad49f0c1e4b7a"
+    recalled.chunk.metadata.update({"same_session": False, "session_id": "s0", "origin": "local"})
+    claims = [DraftClaim(text="From the paper.", citations=[1]), DraftClaim(text="Said before.", citations=[2])]
+    checked = validate_draft(AnswerDraft(sections=[DraftSection(heading="Answer", claims=claims)]), [paper, recalled])
+    response = FinalResponse(
+        query=Query(text="What is SciFact?", user_id="ada", session_id="s1"),
+        answer="From the paper [1]. Said before [2].",
+        sections=checked.sections,
+        citations=checked.citations,
+    )
+
+    assert _sources_of(response) == [
+        "[1] SciFact — https://example.org/doc/1, 2023-05-01, § Methods, passage 2 of 3 (rag)",
+        # the stored answer's id (effad49f…) means nothing to a reader; the conversation does
+        "[2] Earlier question: What is SciFact? — an earlier conversation (session s0), 2023-05-02 (memory)",
+    ]
