@@ -129,7 +129,8 @@ def citation_for(number: int, chunk: ContextChunk) -> Citation:
 
 
 def passage_location(metadata: Mapping[str, object]) -> str | None:
-    """ "§ heading, passage n of m" from a knowledge-base chunk's metadata; None when it says nothing useful.
+    """Where a knowledge-base passage sits, "§ heading, passage n of m", from its chunk's metadata; None when it
+    says nothing useful.
 
     Only what the chunk carries is shown: a single-passage document without a heading has no location worth
     printing, and other tools' metadata (without these keys) gives None.
