@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from researchcrew.agents.rendering import render_answer
-from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.contracts.synthesizer import (
     AnswerDraft,
@@ -114,6 +114,7 @@ def citation_for(number: int, chunk: ContextChunk) -> Citation:
     snippet = " ".join(chunk.content.split())
     if len(snippet) > 300:
         snippet = snippet[:299].rstrip() + "…"
+    from_memory = chunk.source_type == MEMORY_SOURCE_TYPE
     return Citation(
         number=number,
         chunk_id=chunk.chunk_id,
@@ -124,7 +125,7 @@ def citation_for(number: int, chunk: ContextChunk) -> Citation:
         source_date=chunk.source_date,
         authors=list(chunk.authors),
         snippet=snippet,
-        location=memory_location(chunk.metadata) if chunk.source_type == "memory" else passage_location(chunk.metadata),
+        location=memory_location(chunk.metadata) if from_memory else passage_location(chunk.metadata),
     )
 
 

@@ -5,6 +5,8 @@ and a small lead-sentence bonus (plus a bonus for numbers in technical answers);
 the rest picked by maximal marginal relevance (MMR, λ = 0.7 over Jaccard similarity of terms). Picked sentences
 are grouped by source document into sections (concise answers: one section) and each one cites its chunk.
 Disagreements found by the Evaluator are shown as perspectives: both claims quoted, each with its citation.
+Conversation memory is second-hand evidence: it is quoted only when the question is about the conversation
+("What did I ask before?") or when no other source has anything on topic.
 
 The answer is labelled ``answer_kind="extractive"`` and its text opens with a line saying so.
 """
@@ -21,6 +23,7 @@ from researchcrew.agents.citations import clean_text
 from researchcrew.agents.finalize import finalize
 from researchcrew.agents.prompts import length_bounds
 from researchcrew.agents.terms import content_terms
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.query import ResponseFormat
 from researchcrew.contracts.synthesizer import (
@@ -119,7 +122,33 @@ def analysed_sentences(content: str) -> tuple[tuple[int, str, frozenset[str], bo
     return tuple(analysed)
 
 
+_ABOUT_THE_CONVERSATION = re.compile(
+    r"\b(?:"
+    r"(?:i|we)\s+(?:\w+\s+)?(?:asked|discussed|talked|mentioned|said)"  # "I asked", "we already discussed"
+    r"|(?:did|have|had)\s+(?:i|we)\s+(?:\w+\s+)?(?:ask|discuss|talk|mention|say)"  # "what did I ask", "have we ..."
+    r"|you\s+(?:\w+\s+)?(?:said|told|mentioned|answered|suggested|recommended)"  # "what you said earlier"
+    r"|last\s+time|(?:our|the|my)\s+(?:last|previous|earlier)\s+(?:conversation|question|answer|chat|session)s?"
+    r"|earlier\s+in\s+(?:this|our|the)\s+(?:conversation|chat|session)"
+    r")\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_the_conversation(question: str) -> bool:
+    """Whether a question is about the conversation itself ("What did I ask about X before?", "as you said last
+    time"), which makes conversation memory a first-hand source for it."""
+    return _ABOUT_THE_CONVERSATION.search(question) is not None
+
+
 def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> list[_Sentence]:
+    """Scored sentences to pick from, in tiers: on-topic sentences of first-hand sources; else on-topic sentences of
+    conversation memory; else anything (off-topic sentences only when nothing is on topic).
+
+    Memory is second-hand unless the question is about the conversation: a recalled exchange restates an earlier
+    question and an answer whose sentences were quoted from sources that, when they are in the evidence again,
+    should be cited themselves. Quoting the memory instead put "The user asked earlier: <the same question>" at the
+    top of a repeated question's answer.
+    """
     query = frozenset(content_terms(request.original_query.text))
     technical = request.response_format == "technical"
     sentences: list[_Sentence] = []
@@ -130,9 +159,15 @@ def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> l
             if technical and has_number:
                 score += 0.1
             sentences.append(_Sentence(text, number, position, terms, score))
-    if query and any(query & s.terms for s in sentences):
-        sentences = [s for s in sentences if query & s.terms]  # off-topic sentences only when nothing is on topic
-    return sorted(sentences, key=lambda s: s.score, reverse=True)[:60]
+    second_hand: set[int] = set()
+    if not asks_about_the_conversation(request.original_query.text):
+        second_hand = {
+            n for n, scored in enumerate(evidence, start=1) if scored.chunk.source_type == MEMORY_SOURCE_TYPE
+        }
+    on_topic = [s for s in sentences if query & s.terms]
+    first_hand = [s for s in on_topic if s.number not in second_hand]
+    tier = first_hand or on_topic or sentences
+    return sorted(tier, key=lambda s: s.score, reverse=True)[:60]
 
 
 def _select(candidates: list[_Sentence], budget: int, max_words: int, avoid: list[frozenset[str]]) -> list[_Sentence]:

@@ -80,9 +80,11 @@ def _source_line(citation: Citation) -> str:
     "Where" is what a reader can follow: the URL, else the source's id (a file path, a document id). A recalled
     exchange's id means nothing to a person, so a memory citation names the conversation instead.
     """
+    from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE
+
     date = f", {citation.source_date:%Y-%m-%d}" if citation.source_date else ""
     title = citation.title or "(untitled)"
-    if citation.source_type == "memory" and not citation.url:
+    if citation.source_type == MEMORY_SOURCE_TYPE and not citation.url:
         where, location = citation.location or "your conversation memory", ""
     else:
         where = citation.url or citation.source_id or citation.chunk_id

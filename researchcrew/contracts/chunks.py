@@ -10,6 +10,9 @@ from pydantic import Field, computed_field, field_validator, model_validator
 from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.errors import FailureKind
 
+# Conversation memory's source type: second-hand evidence (earlier answers), cited and quoted differently.
+MEMORY_SOURCE_TYPE = "memory"
+
 
 class ContextChunk(Contract):
     """One piece of evidence, with everything needed to cite it."""

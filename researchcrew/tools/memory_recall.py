@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.errors import FailureKind, MemoryStoreError, ModelUnavailableError, ToolError
 from researchcrew.memory.recall import MemoryRecall
 from researchcrew.memory.records import EntityRecord, RecalledExchange, RelationshipRecord
@@ -92,7 +92,7 @@ class MemoryTool(Tool):
         "scope ('user': all their sessions, 'session': this conversation only), min_relevance (0-1), "
         "include_entities (also list known entities the query names)."
     )
-    source_type: ClassVar[str] = "memory"
+    source_type: ClassVar[str] = MEMORY_SOURCE_TYPE
 
     def __init__(
         self, recall: MemoryRecall, settings: MemorySettings | None = None, *, max_answer_chars: int = 1_200

@@ -59,6 +59,20 @@ async def test_extractive_answer_cites_given_chunks_and_reports_every_source(
     assert any(caveat.startswith("arxiv (") for caveat in response.caveats)
 
 
+async def test_a_repeated_question_is_answered_from_the_papers_again_not_from_the_first_answer(
+    tmp_path: Path, demo_kb: KnowledgeBase, demo_kb_settings: Settings
+) -> None:
+    async with ResearchAssistant(settings_over(demo_kb_settings, tmp_path), knowledge_base=demo_kb) as assistant:
+        first = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
+        assert await assistant.flush_memory()
+        again = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
+
+    memory = next(report for report in again.source_reports if report.source_type == "memory")
+    assert memory.status == "success" and memory.chunk_count >= 1  # the first exchange was recalled ...
+    assert {citation.source_type for citation in again.citations} == {"rag"}  # ... but the papers are quoted
+    assert [c.chunk_id for c in again.citations] == [c.chunk_id for c in first.citations]
+
+
 async def test_second_question_recalls_the_first_exchange(
     tmp_path: Path, demo_kb: KnowledgeBase, demo_kb_settings: Settings
 ) -> None:

@@ -7,10 +7,13 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from researchcrew.agents.citations import find_markers
-from researchcrew.agents.extractive import ExtractiveSynthesizer, split_sentences
+from researchcrew.agents.extractive import ExtractiveSynthesizer, asks_about_the_conversation, split_sentences
 from researchcrew.agents.rendering import EXTRACTIVE_NOTICE
 from researchcrew.agents.synthesizer import SynthesizerAgent
+from researchcrew.contracts.evaluator import ScoredChunk
 from tests.conftest import PROJECT_ROOT
 from tests.synthesizer.builders import contradiction, evidence, request, scored
 
@@ -48,6 +51,62 @@ async def test_sentences_about_the_query_come_first_and_duplicates_are_skipped()
     texts = [claim.text for claim in claims_of(output)]
     assert texts.count("Water boils at 100 degrees Celsius at sea level.") == 1
     assert not any("sky" in text for text in texts), "a sentence sharing no query term is not picked"
+
+
+def _recalled(number: int, question: str, answer: str) -> ScoredChunk:
+    """A memory chunk as tools/memory_recall.py builds it: the earlier question restated, then the answer."""
+    content = f"The user asked earlier in this conversation (2026-11-24): {question}\nThe answer given then: {answer}"
+    chunk = scored(number, content, source_type="memory", title=f"Earlier question: {question}", quality=0.9)
+    chunk.chunk.url = None
+    return chunk
+
+
+async def test_a_repeated_question_is_answered_from_the_sources_not_from_the_earlier_answer() -> None:
+    question = "At what temperature does water boil at sea level?"
+    earlier = _recalled(1, question, "Water boils at 100 degrees Celsius at sea level [1].")
+    paper = scored(2, "Water boils at 100 degrees Celsius at sea level. Boiling needs vapour pressure to match air.")
+    output = await ExtractiveSynthesizer().run(request([earlier, paper], question=question))
+
+    cited = {citation.source_type for citation in output.final_response.citations}
+    assert cited == {"web"}, "first-hand evidence is quoted and cited; the memory that restates it is not"
+    assert not any("asked earlier" in claim.text for claim in claims_of(output))
+
+
+async def test_memory_is_quoted_when_no_first_hand_source_is_on_topic() -> None:
+    question = "Which dataset did we pick for the fact-checking study?"
+    earlier = _recalled(1, "Which dataset should the fact-checking study use?", "SciFact, for its expert claims.")
+    unrelated = scored(2, "Pressure cookers raise the boiling point of water to about 120 degrees Celsius.")
+    output = await ExtractiveSynthesizer().run(request([unrelated, earlier], question=question))
+
+    assert claims_of(output), "an on-topic earlier answer is better than an off-topic source"
+    assert {citation.source_type for citation in output.final_response.citations} == {"memory"}
+
+
+async def test_a_question_about_the_conversation_is_answered_from_memory() -> None:
+    question = "What did I ask about boiling water before?"
+    earlier = _recalled(1, "At what temperature does water boil at sea level?", "At 100 degrees Celsius [1].")
+    paper = scored(2, "Water boils at 100 degrees Celsius at sea level. Boiling needs vapour pressure to match air.")
+    output = await ExtractiveSynthesizer().run(request([earlier, paper], question=question))
+
+    assert "memory" in {citation.source_type for citation in output.final_response.citations}
+
+
+@pytest.mark.parametrize(
+    ("question", "about_the_conversation"),
+    [
+        ("What did I ask about metamorphic testing before?", True),
+        ("Have we already discussed SciFact?", True),
+        ("Which dataset did you recommend last time?", True),
+        ("Remind me what you said about BM25", True),
+        ("Summarise our previous conversation", True),
+        ("What is metamorphic testing and which problem does it address?", False),
+        ("What happened before the Big Bang?", False),
+        ("What can we say about protein folding?", False),
+        ("Which methods did the authors ask participants to rank?", False),
+    ],
+)
+def test_questions_about_the_conversation_are_recognised(question: str, about_the_conversation: bool) -> None:
+    assert asks_about_the_conversation(question) is about_the_conversation
 
 
 async def test_concise_answers_are_short_and_detailed_ones_longer() -> None:
