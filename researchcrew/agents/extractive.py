@@ -5,8 +5,8 @@ and a small lead-sentence bonus (plus a bonus for numbers in technical answers);
 the rest picked by maximal marginal relevance (MMR, λ = 0.7 over Jaccard similarity of terms). Picked sentences
 are grouped by source document into sections (concise answers: one section) and each one cites its chunk.
 Disagreements found by the Evaluator are shown as perspectives: both claims quoted, each with its citation.
-Conversation memory is second-hand evidence: it is quoted only when the question is about the conversation
-("What did I ask before?") or when no other source has anything on topic.
+Which sources are first-hand depends on the question: conversation memory for a question about the conversation
+("What did I ask before?"), every other source otherwise; the others are quoted only when these have nothing on topic.
 
 The answer is labelled ``answer_kind="extractive"`` and its text opens with a line saying so.
 """
@@ -141,13 +141,14 @@ def asks_about_the_conversation(question: str) -> bool:
 
 
 def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> list[_Sentence]:
-    """Scored sentences to pick from, in tiers: on-topic sentences of first-hand sources; else on-topic sentences of
-    conversation memory; else anything (off-topic sentences only when nothing is on topic).
+    """Scored sentences to pick from, in tiers: on-topic sentences of first-hand sources; else any on-topic
+    sentences; else anything (off-topic sentences only when nothing is on topic).
 
-    Memory is second-hand unless the question is about the conversation: a recalled exchange restates an earlier
-    question and an answer whose sentences were quoted from sources that, when they are in the evidence again,
-    should be cited themselves. Quoting the memory instead put "The user asked earlier: <the same question>" at the
-    top of a repeated question's answer.
+    For a question about the conversation ("What did I ask before?") conversation memory is the first-hand source.
+    For any other question it is second-hand: a recalled exchange restates an earlier question and an answer whose
+    sentences were quoted from sources that, when they are in the evidence again, should be cited themselves.
+    Quoting the memory instead put "The user asked earlier: <the same question>" at the top of a repeated
+    question's answer.
     """
     query = frozenset(content_terms(request.original_query.text))
     technical = request.response_format == "technical"
@@ -159,14 +160,14 @@ def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> l
             if technical and has_number:
                 score += 0.1
             sentences.append(_Sentence(text, number, position, terms, score))
-    second_hand: set[int] = set()
-    if not asks_about_the_conversation(request.original_query.text):
-        second_hand = {
-            n for n, scored in enumerate(evidence, start=1) if scored.chunk.source_type == MEMORY_SOURCE_TYPE
-        }
+    about_the_conversation = asks_about_the_conversation(request.original_query.text)
+    first_hand = {
+        number
+        for number, scored in enumerate(evidence, start=1)
+        if (scored.chunk.source_type == MEMORY_SOURCE_TYPE) == about_the_conversation
+    }
     on_topic = [s for s in sentences if query & s.terms]
-    first_hand = [s for s in on_topic if s.number not in second_hand]
-    tier = first_hand or on_topic or sentences
+    tier = [s for s in on_topic if s.number in first_hand] or on_topic or sentences
     return sorted(tier, key=lambda s: s.score, reverse=True)[:60]
 
 

@@ -88,6 +88,7 @@ async def test_second_question_recalls_the_first_exchange(
     assert memory.status == "success" and memory.chunk_count >= 1
     recalled = [citation for citation in second.citations if citation.source_type == "memory"]
     assert [citation.chunk_id for citation in recalled] == [f"memory:{first.response_id}"]
+    assert recalled[0].number == 1, "for a question about the conversation, the conversation is quoted first"
     assert recalled[0].snippet is not None and "What is metamorphic testing?" in recalled[0].snippet
     assert_every_claim_cited(second)
     # Recall is per user: another user's question finds nothing of Ada's.
