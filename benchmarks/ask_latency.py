@@ -168,7 +168,7 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from researchcrew.knowledge.embedding import default_cache_dir
+    from researchcrew.embedding.embedder import default_cache_dir
     from researchcrew.settings import EmbeddingSettings, Settings
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="researchcrew-bench-"))

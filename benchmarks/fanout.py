@@ -18,8 +18,8 @@ import statistics
 import time
 from typing import Any
 
-from researchcrew.agents.retriever import RetrieverAgent
 from researchcrew.contracts import ContextChunk, RetrieverInput
+from researchcrew.pipeline.retrieve import RetrieverAgent
 from researchcrew.tools.base import Tool
 
 TARGETS = {"overhead_median_ms": 10.0, "overhead_p95_ms": 25.0, "hung_wall_s": 0.55}

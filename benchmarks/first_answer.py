@@ -56,8 +56,9 @@ t = now()
 import crewai
 phase("import crewai", t)
 t = now()
-import researchcrew.flow, researchcrew.wiring, researchcrew.agents.retriever, researchcrew.agents.evaluator
-import researchcrew.agents.synthesizer, researchcrew.agents.extractive, researchcrew.agents.citations
+import researchcrew.pipeline.flow, researchcrew.pipeline.assemble, researchcrew.pipeline.retrieve
+import researchcrew.pipeline.evaluate.evaluator, researchcrew.pipeline.synthesize.llm_writer
+import researchcrew.pipeline.synthesize.extractive, researchcrew.pipeline.synthesize.citations
 phase("import researchcrew flow + agents", t)
 t = now()
 import researchcrew.tools.web
@@ -66,10 +67,10 @@ t = now()
 import researchcrew.tools.arxiv, researchcrew.tools.rag, researchcrew.tools.memory_recall
 phase("import tools.arxiv/rag/memory_recall", t)
 t = now()
-import researchcrew.agents.memory, researchcrew.memory.store
+import researchcrew.pipeline.remember.agent, researchcrew.memory.store
 phase("import memory agent + store (sqlalchemy, alembic, outbox)", t)
 t = now()
-from researchcrew.knowledge.embedding import get_embedder
+from researchcrew.embedding.embedder import get_embedder
 embedder = get_embedder(settings)
 phase("load embedding model", t)
 t = now()

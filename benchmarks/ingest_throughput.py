@@ -85,7 +85,7 @@ def _rate(count: int, seconds: float) -> float:
 
 
 def bench_embedders(corpus: Path, sample: int, *, skip_torch: bool, repeat: int) -> dict[str, Any]:
-    from researchcrew.knowledge.embedding import SentenceTransformerEmbedder, default_cache_dir, load_embedder
+    from researchcrew.embedding.embedder import SentenceTransformerEmbedder, default_cache_dir, load_embedder
     from researchcrew.settings import EmbeddingSettings
 
     records = [json.loads(line) for line in corpus.read_text().splitlines()[:sample]]
@@ -136,7 +136,7 @@ def bench_quality(corpus: Path) -> dict[str, Any]:
     """
     import math
 
-    from researchcrew.knowledge.embedding import default_cache_dir, load_embedder
+    from researchcrew.embedding.embedder import default_cache_dir, load_embedder
     from researchcrew.settings import EmbeddingSettings
 
     folder = corpus.parent
@@ -175,8 +175,8 @@ def bench_quality(corpus: Path) -> dict[str, Any]:
 
 
 def bench_end_to_end(corpus: Path, limit: int | None) -> dict[str, Any]:
+    from researchcrew.embedding.embedder import default_cache_dir, get_embedder
     from researchcrew.knowledge.collection import KnowledgeBase
-    from researchcrew.knowledge.embedding import default_cache_dir, get_embedder
     from researchcrew.knowledge.ingest import ingest_paths
     from researchcrew.settings import Settings
 

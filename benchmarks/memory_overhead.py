@@ -27,15 +27,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the loopback Zep lives in tests/
 
-from researchcrew.agents.memory import MemoryAgent
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.memory import MemoryInput
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import Citation, FinalResponse
-from researchcrew.knowledge.embedding import get_embedder
+from researchcrew.embedding.embedder import get_embedder
 from researchcrew.memory.outbox import OutboxWorker
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory
+from researchcrew.pipeline.remember.agent import MemoryAgent
 from researchcrew.settings import EmbeddingSettings, ZepSettings
 from tests.loopback.server import LoopbackServer
 from tests.loopback.zep import FakeZep

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
-from researchcrew.knowledge.embedding import Embedder, get_embedder
+from researchcrew.embedding.embedder import Embedder, get_embedder
 from researchcrew.memory.db import dialect_insert, write_engine
 from researchcrew.memory.models import ExchangeRow, MessageRow, UserStateRow
 from researchcrew.memory.recall import encode_vector

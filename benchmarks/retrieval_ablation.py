@@ -93,10 +93,10 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=None, help="folder to keep the embeddings in between runs")
     args = parser.parse_args()
 
+    from researchcrew.embedding.embedder import get_embedder
     from researchcrew.knowledge.analysis import Analyzer
     from researchcrew.knowledge.chunking import indexed_text, keyword_text
     from researchcrew.knowledge.collection import KnowledgeBase
-    from researchcrew.knowledge.embedding import get_embedder
     from researchcrew.knowledge.evaluation import QuerySplit, corpus_documents, load_beir, report
     from researchcrew.settings import Settings
 

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from researchcrew.agents.citations import validate_citations
-from researchcrew.agents.extractive import ExtractiveSynthesizer, analysed_sentences
-from researchcrew.agents.terms import term_set
 from researchcrew.contracts import ContextChunk, ContradictionRecord, FilteredContext, Query, ScoredChunk
 from researchcrew.contracts.synthesizer import SynthesizerInput
+from researchcrew.pipeline.synthesize.citations import validate_citations
+from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer, analysed_sentences
+from researchcrew.text.terms import term_set
 
 CORPUS = Path(__file__).resolve().parent.parent / "researchcrew" / "data" / "demo_corpus" / "arxiv_abstracts.jsonl"
 QUESTIONS = [

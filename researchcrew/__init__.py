@@ -11,7 +11,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from researchcrew.agents.retriever import RetrieverAgent
     from researchcrew.assistant import ResearchAssistant
     from researchcrew.contracts import (
         AggregatedContext,
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
         ToolError,
     )
     from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.pipeline.retrieve import RetrieverAgent
     from researchcrew.settings import Settings
     from researchcrew.tools.base import Tool, ToolResult
 
@@ -73,7 +73,7 @@ _LAZY: dict[str, str] = {
     "Settings": "researchcrew.settings",
     "Tool": "researchcrew.tools.base",
     "ToolResult": "researchcrew.tools.base",
-    "RetrieverAgent": "researchcrew.agents.retriever",
+    "RetrieverAgent": "researchcrew.pipeline.retrieve",
     "KnowledgeBase": "researchcrew.knowledge.collection",
     "ResearchAssistant": "researchcrew.assistant",
 }

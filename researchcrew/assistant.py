@@ -32,9 +32,9 @@ from researchcrew.tools.base import Tool
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
-    from researchcrew.flow_stages import ResearchStages
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.pipeline.stages import ResearchStages
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class ResearchAssistant:
         """Open stores and build agents (done on first ``ask``; call it to pay the start-up cost up front)."""
         async with self._start_lock:
             if self._stages is None:
-                from researchcrew.wiring import build_stages
+                from researchcrew.pipeline.assemble import build_stages
 
                 built = await build_stages(
                     self.settings, tools=self._given_tools, llm=self._llm, knowledge_base=self._knowledge_base,
@@ -211,7 +211,7 @@ class ResearchAssistant:
 
     async def _ask(self, query: str, user_id: str, session_id: str, options: dict[str, Any],
                    on_event: Callable[[ProgressEvent], None] | None) -> FinalResponse:
-        from researchcrew.flow import run_question
+        from researchcrew.pipeline.flow import run_question
 
         routing = {key: options.pop(key) for key in _ROUTING_KEYWORDS if key in options}
         _check_option_names(options)  # a misspelt option fails before any store is opened

@@ -86,7 +86,7 @@ class EmbeddingSettings(_Group):
         default=True,
         description="On the ONNX backend, quantise the model's matrix multiplications to int8 (per channel): about "
         "2.4-3x as fast on CPU; vectors stay within cosine 0.99 of the float model (about 0.98 on x86 CPUs without "
-        "VNNI, researchcrew.knowledge.cpu; benchmarks/ingest_throughput.py).",
+        "VNNI, researchcrew.embedding.cpu; benchmarks/ingest_throughput.py).",
     )
 
 

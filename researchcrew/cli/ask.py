@@ -116,7 +116,7 @@ def render_answer(response: FinalResponse) -> str:
             else:
                 state = f"used, {report.chunk_count} result(s) in {report.latency_ms:.0f} ms"
             lines.append(f"  {report.source_type:<8} {state}")
-    from researchcrew.responses import source_caveats
+    from researchcrew.pipeline.responses import source_caveats
 
     already_shown = set(source_caveats(response.source_reports))  # failures are listed under "Sources searched"
     notes = [caveat for caveat in response.caveats if caveat not in already_shown]

@@ -40,7 +40,7 @@ from researchcrew.knowledge.tokens import TokenCounter, token_counter_for
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from researchcrew.knowledge.embedding import Embedder, Vectors
+    from researchcrew.embedding.embedder import Embedder, Vectors
     from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ class KnowledgeBase:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from researchcrew.knowledge.embedding import get_embedder
+            from researchcrew.embedding.embedder import get_embedder
 
             self._embedder = get_embedder(self.settings)
         return self._embedder
@@ -117,7 +117,7 @@ class KnowledgeBase:
         path = getattr(self._embedder, "tokenizer_path", None)
         if path is not None:
             return TokenCounter(path)
-        from researchcrew.knowledge.embedding import resolve_model_path
+        from researchcrew.embedding.embedder import resolve_model_path
 
         return token_counter_for(resolve_model_path(self.settings.embedding.model))
 

@@ -37,7 +37,7 @@ from researchcrew.knowledge.filters import DateHint, SearchFilters, parse_date_h
 from researchcrew.knowledge.rerank import Reranker
 
 if TYPE_CHECKING:
-    from researchcrew.knowledge.embedding import Embedder
+    from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.store import CollectionStore
     from researchcrew.settings import RetrievalSettings
 

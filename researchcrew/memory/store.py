@@ -59,7 +59,7 @@ from researchcrew.memory.records import (
 if TYPE_CHECKING:
     from researchcrew.contracts.query import Query
     from researchcrew.contracts.synthesizer import FinalResponse
-    from researchcrew.knowledge.embedding import Embedder
+    from researchcrew.embedding.embedder import Embedder
     from researchcrew.settings import EmbeddingSettings, Settings
 
 logger = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ class MemoryStore:
         if self._embedder is None:
             async with self._embedder_lock:
                 if self._embedder is None:
-                    from researchcrew.knowledge.embedding import get_embedder
+                    from researchcrew.embedding.embedder import get_embedder
                     from researchcrew.settings import EmbeddingSettings
 
                     settings = self._embedding_settings or EmbeddingSettings()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from researchcrew.embedding.embedder import Embedder, get_embedder
 from researchcrew.knowledge.collection import KnowledgeBase
-from researchcrew.knowledge.embedding import Embedder, get_embedder
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import EmbeddingSettings, Settings
 from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings

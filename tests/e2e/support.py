@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from researchcrew.contracts import ContextChunk, FinalResponse
 from researchcrew.data import demo_corpus_path
+from researchcrew.embedding.embedder import default_cache_dir
 from researchcrew.knowledge.documents import Document
-from researchcrew.knowledge.embedding import default_cache_dir
 from researchcrew.knowledge.loaders import load_file
 from researchcrew.settings import ArxivSettings, EmbeddingSettings, LLMSettings, RetrievalSettings, Settings
 from researchcrew.tools.base import Tool

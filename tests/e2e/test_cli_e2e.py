@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from researchcrew.cli import cli
 from researchcrew.contracts import FinalResponse
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
-from researchcrew.knowledge.embedding import Embedder
 from tests.e2e.support import demo_documents, offline_environment, offline_settings
 
 pytestmark = pytest.mark.slow  # the embedding model and Milvus Lite

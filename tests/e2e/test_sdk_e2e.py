@@ -14,8 +14,8 @@ import pytest
 
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts import FinalResponse, ProgressEvent
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.errors import ConfigurationError, ResearchCrewError
-from researchcrew.knowledge.embedding import Embedder
 from researchcrew.memory.records import ExchangeRecord
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import LLMSettings

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from researchcrew.agents.adjudication import (
+from researchcrew.contracts import ContradictionRecord, EvaluatorOutput
+from researchcrew.pipeline.evaluate.adjudication import (
     CONFIRMED_CONFIDENCE,
     FALLBACK_FACTOR,
     VerdictError,
@@ -15,8 +16,7 @@ from researchcrew.agents.adjudication import (
     build_messages,
     parse_verdict,
 )
-from researchcrew.agents.evaluator import EvaluatorAgent
-from researchcrew.contracts import ContradictionRecord, EvaluatorOutput
+from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 from tests.helpers.fake_llm import FakeLLM

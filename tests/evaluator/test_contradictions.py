@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from researchcrew.agents.contradictions import detect_contradictions, numeric_contradictions, polarity_contradictions
-from researchcrew.agents.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.contradictions import (
+    detect_contradictions,
+    numeric_contradictions,
+    polarity_contradictions,
+)
+from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 

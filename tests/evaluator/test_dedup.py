@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from researchcrew.agents.dedup import containment, find_duplicates, shingles
-from researchcrew.agents.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.dedup import containment, find_duplicates, shingles
+from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
 from tests.evaluator.factories import chunk, request
 
 ABSTRACT = (

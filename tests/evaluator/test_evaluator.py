@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from researchcrew.agents.evaluator import BUCKETS, OFFLOAD_CHARS, EvaluatorAgent, bucket_of
 from researchcrew.contracts import ContextChunk, EvaluatorInput, EvaluatorOutput
+from researchcrew.pipeline.evaluate.evaluator import BUCKETS, OFFLOAD_CHARS, EvaluatorAgent, bucket_of
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 from tests.helpers.event_loop import LoopWatch

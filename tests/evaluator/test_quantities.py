@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from researchcrew.agents.quantities import Quantity, find_quantities, parse_quantity, relative_gap
-from researchcrew.agents.sentences import split_sentences
+from researchcrew.pipeline.evaluate.quantities import Quantity, find_quantities, parse_quantity, relative_gap
+from researchcrew.text.sentences import split_sentences
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from researchcrew.agents.evaluator import EvaluatorAgent
-from researchcrew.agents.scoring import Scorer, ScoreWeights, quality_score, recency, reputation_table
 from researchcrew.contracts import UserPreferences
+from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.scoring import Scorer, ScoreWeights, quality_score, recency, reputation_table
 from researchcrew.settings import EvaluationSettings, Settings
 from tests.evaluator.factories import HALF_LIFE, NOW, chunk, request
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from researchcrew.contracts import ProgressEvent, Query
-from researchcrew.flow import run_question
-from researchcrew.flow_stages import ResearchStages
+from researchcrew.pipeline.flow import run_question
+from researchcrew.pipeline.stages import ResearchStages
 from tests.flow.fakes import (
     CitingSynthesizer,
     PassThroughEvaluator,

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.contracts.query import MAX_QUERY_CHARS
-from researchcrew.guard import check_question, expanded_query, keyword_query
+from researchcrew.pipeline.guard import check_question
+from researchcrew.pipeline.reformulate import expanded_query, keyword_query
 
 REAL_QUESTIONS = [
     "BERT?",

@@ -3,9 +3,7 @@ deterministic rewrite; the question and earlier queries reach the LLM fenced as 
 
 from __future__ import annotations
 
-from researchcrew.flow_stages import deterministic_reformulation
-from researchcrew.guard import keyword_query
-from researchcrew.wiring import llm_reformulation
+from researchcrew.pipeline.reformulate import deterministic_reformulation, keyword_query, llm_reformulation
 from tests.flow.fakes import chunk
 from tests.helpers.fake_llm import FakeLLM
 

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from researchcrew.embedding.embedder import Embedder, SentenceTransformerEmbedder, get_embedder
 from researchcrew.knowledge.collection import KnowledgeBase
-from researchcrew.knowledge.embedding import Embedder, SentenceTransformerEmbedder, get_embedder
 from researchcrew.settings import EmbeddingSettings, Settings
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from researchcrew.cli import cli
-from researchcrew.knowledge.embedding import Embedder
+from researchcrew.embedding.embedder import Embedder
 from tests.ingestion.files import MARKDOWN_NOTE, beir_records, write_beir
 
 

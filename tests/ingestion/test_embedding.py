@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from researchcrew.data import demo_corpus_path
+from researchcrew.embedding import embedder as embedding_module
+from researchcrew.embedding.cpu import read_cpu_info
+from researchcrew.embedding.embedder import Embedder, get_embedder, load_embedder
 from researchcrew.errors import ModelUnavailableError
-from researchcrew.knowledge import embedding as embedding_module
-from researchcrew.knowledge.cpu import read_cpu_info
-from researchcrew.knowledge.embedding import Embedder, get_embedder, load_embedder
 from researchcrew.settings import EmbeddingSettings, Settings
 
 QUERIES = [
@@ -48,7 +48,7 @@ def test_float_onnx_matches_torch(onnx_float_embedder: Embedder, torch_embedder:
 
 # How close int8 vectors come to torch's. Where int8 products are summed in 32 bits (VNNI, AMX, non-x86) the
 # per-channel recipe keeps every vector within 0.99. AVX2 alone sums pairs in 16 bits and saturates
-# (researchcrew.knowledge.cpu): these 60 abstracts measured min 0.988, mean 0.993 on an AMD EPYC Zen 3. A broken
+# (researchcrew.embedding.cpu): these 60 abstracts measured min 0.988, mean 0.993 on an AMD EPYC Zen 3. A broken
 # recipe is far below either bound (per-tensor weight scales: ~0.93 mean).
 INT8_MIN_COSINE = 0.985 if read_cpu_info().int8_sums_saturate else 0.99
 
@@ -109,10 +109,10 @@ def test_whole_settings_put_exports_in_the_configured_cache(tmp_path: Path) -> N
 def test_auto_falls_back_to_torch_with_one_notice(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     not_a_directory = tmp_path / "cache-is-a-file"
     not_a_directory.write_text("the export cannot be written here")
-    with caplog.at_level(logging.WARNING, logger="researchcrew.knowledge.embedding"):
+    with caplog.at_level(logging.WARNING, logger="researchcrew.embedding.embedder"):
         embedder = load_embedder(EmbeddingSettings(), cache_dir=not_a_directory)
     assert getattr(embedder, "backend", None) == "torch"
-    notices = [r for r in caplog.records if r.name == "researchcrew.knowledge.embedding"]
+    notices = [r for r in caplog.records if r.name == "researchcrew.embedding.embedder"]
     assert len(notices) == 1 and "embedding with torch instead" in notices[0].getMessage()
     assert embedder.embed_query("still works").shape == (384,)
 
@@ -125,8 +125,8 @@ def test_explicit_onnx_backend_fails_loudly(tmp_path: Path) -> None:
 
 
 def test_models_the_numpy_pooling_cannot_reproduce_are_refused(tmp_path: Path) -> None:
-    from researchcrew.knowledge.embedding import resolve_model_path
-    from researchcrew.knowledge.onnx_embedding import inspect_model
+    from researchcrew.embedding.embedder import resolve_model_path
+    from researchcrew.embedding.onnx import inspect_model
 
     source = Path(resolve_model_path("all-MiniLM-L6-v2"))
     layout = inspect_model(source)

@@ -210,7 +210,7 @@ _CRASHING_INGEST = """
 import os, signal, sys
 from pathlib import Path
 from researchcrew.knowledge.collection import KnowledgeBase
-from researchcrew.knowledge.embedding import get_embedder
+from researchcrew.embedding.embedder import get_embedder
 from researchcrew.knowledge.ingest import ingest_paths
 from researchcrew.settings import Settings
 

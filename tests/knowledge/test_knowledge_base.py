@@ -9,11 +9,11 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.errors import KnowledgeBaseError
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.collection import _STORED_FIELDS, KnowledgeBase
 from researchcrew.knowledge.documents import Document
-from researchcrew.knowledge.embedding import Embedder
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.settings import Settings
 from tests.helpers.event_loop import LoopWatch

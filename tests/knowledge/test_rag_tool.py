@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
-from researchcrew.knowledge.embedding import Embedder
 from researchcrew.settings import Settings
 from researchcrew.tools.rag import RAGTool
 from tests.loopback.server import closed_port

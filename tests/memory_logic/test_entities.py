@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from researchcrew.memory.entities import (
+from researchcrew.pipeline.remember.entities import (
     ABBREVIATION_OF,
     CO_OCCURS,
     RuleBasedExtractor,
@@ -15,7 +15,7 @@ from researchcrew.memory.entities import (
     normalize,
     sentences,
 )
-from researchcrew.memory.entities_llm import LLMEntityExtractor, parse_answer
+from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor, parse_answer
 from tests.helpers.fake_llm import FakeLLM
 from tests.memory_logic import exchanges
 

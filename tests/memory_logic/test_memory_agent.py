@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from researchcrew.agents.memory import MemoryAgent
 from researchcrew.contracts.memory import MemoryInput
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.errors import MemoryStoreError
-from researchcrew.knowledge.embedding import Embedder
-from researchcrew.memory.entities import RuleBasedExtractor, normalize
 from researchcrew.memory.outbox import OutboxWorker, RetryPolicy
-from researchcrew.memory.preferences import RequestSignals
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory, zep_session_id
+from researchcrew.pipeline.remember.agent import MemoryAgent
+from researchcrew.pipeline.remember.entities import RuleBasedExtractor, normalize
+from researchcrew.pipeline.remember.preferences import RequestSignals
 from tests.conftest import PROJECT_ROOT
 from tests.helpers.fake_llm import FakeLLM
 from tests.loopback.server import LoopbackServer
@@ -271,7 +271,7 @@ async def test_a_burst_of_answers_runs_a_few_at_a_time_so_each_keeps_its_step_bu
 
 _IMPORT_PROBE = """
 import asyncio, json, sys
-from researchcrew.agents.memory import MemoryAgent
+from researchcrew.pipeline.remember.agent import MemoryAgent
 from researchcrew.memory.store import MemoryStore
 
 async def main():

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from researchcrew.memory.preferences import PreferenceLearner, PreferencePolicy, RequestSignals, learn
 from researchcrew.memory.records import StoredPreferences
 from researchcrew.memory.store import MemoryStore
+from researchcrew.pipeline.remember.preferences import PreferenceLearner, PreferencePolicy, RequestSignals, learn
 from tests.memory_logic.conftest import turn
 from tests.memory_store.conftest import Database
 

@@ -19,7 +19,7 @@ import pytest
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import Citation, FinalResponse
-from researchcrew.knowledge.embedding import Embedder, get_embedder
+from researchcrew.embedding.embedder import Embedder, get_embedder
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import EmbeddingSettings
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from researchcrew.cli import cli
-from researchcrew.knowledge.embedding import Embedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory.records import EntityMention
 from researchcrew.memory.store import MemoryStore
 from tests.loopback.server import LoopbackServer, closed_port

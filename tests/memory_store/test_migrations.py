@@ -14,7 +14,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from researchcrew.knowledge.embedding import Embedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory import db
 from researchcrew.memory.models import Base
 from researchcrew.memory.recall import encode_vector

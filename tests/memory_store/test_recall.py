@@ -7,7 +7,7 @@ import asyncio
 import numpy as np
 from sqlalchemy import text
 
-from researchcrew.knowledge.embedding import Embedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory.recall import MemoryRecall, UserVectors, encode_vector
 from researchcrew.memory.store import MemoryStore
 from tests.memory_store.conftest import Database, add

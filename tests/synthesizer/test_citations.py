@@ -4,16 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from researchcrew.agents.citations import (
-    clean_text,
-    find_markers,
-    memory_location,
-    passage_location,
-    strip_markers,
-    validate_citations,
-    validate_draft,
-)
-from researchcrew.agents.rendering import EXTRACTIVE_NOTICE, render_answer
 from researchcrew.contracts import Query
 from researchcrew.contracts.synthesizer import (
     AnswerDraft,
@@ -25,6 +15,16 @@ from researchcrew.contracts.synthesizer import (
     DraftSection,
     FinalResponse,
 )
+from researchcrew.pipeline.synthesize.citations import (
+    clean_text,
+    find_markers,
+    memory_location,
+    passage_location,
+    strip_markers,
+    validate_citations,
+    validate_draft,
+)
+from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE, render_answer
 from tests.synthesizer.builders import evidence
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from researchcrew.agents.confidence import (
+from researchcrew.pipeline.synthesize.confidence import (
     ANSWER_BANDS,
     answer_confidence,
     claim_confidence,

@@ -9,11 +9,15 @@ import textwrap
 
 import pytest
 
-from researchcrew.agents.citations import find_markers
-from researchcrew.agents.extractive import ExtractiveSynthesizer, asks_about_the_conversation, split_sentences
-from researchcrew.agents.rendering import EXTRACTIVE_NOTICE
-from researchcrew.agents.synthesizer import SynthesizerAgent
 from researchcrew.contracts.evaluator import ScoredChunk
+from researchcrew.pipeline.synthesize.citations import find_markers
+from researchcrew.pipeline.synthesize.extractive import (
+    ExtractiveSynthesizer,
+    asks_about_the_conversation,
+    split_sentences,
+)
+from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
+from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE
 from tests.conftest import PROJECT_ROOT
 from tests.synthesizer.builders import contradiction, evidence, request, scored
 
@@ -181,7 +185,7 @@ def test_without_an_llm_crewai_is_never_imported_and_nothing_is_sent() -> None:
             raise AssertionError("a socket was opened")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from researchcrew.agents.synthesizer import SynthesizerAgent
+        from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
         from researchcrew.llm import build_llm
         from researchcrew.settings import LLMSettings
         from tests.synthesizer.builders import request

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from researchcrew.agents.synthesizer import SynthesizerAgent
 from researchcrew.contracts.synthesizer import SynthesizerOutput
 from researchcrew.llm import build_llm
+from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
 from researchcrew.settings import LLMSettings
 from tests.loopback.openai import OpenAIChatService, Scripted, error_reply, openai_server
 from tests.loopback.server import LoopbackServer, Reply, closed_port

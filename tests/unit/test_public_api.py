@@ -65,7 +65,7 @@ def test_reexports_are_the_same_objects_as_their_home_modules() -> None:
         if name in PUBLIC_API:
             assert getattr(researchcrew, name) is getattr(contracts, name)
     assert researchcrew.ToolError is errors.ToolError
-    from researchcrew.agents.retriever import RetrieverAgent
+    from researchcrew.pipeline.retrieve import RetrieverAgent
 
     assert researchcrew.RetrieverAgent is RetrieverAgent
 
@@ -80,7 +80,7 @@ def test_importing_the_package_stays_cheap() -> None:
     code = (
         "import json, sys; import researchcrew; "
         "print(json.dumps(sorted(m for m in ('crewai', 'torch', 'pymilvus', 'sentence_transformers', "
-        "'researchcrew.agents.retriever', 'pydantic', 'researchcrew.contracts') if m in sys.modules)))"
+        "'researchcrew.pipeline.retrieve', 'pydantic', 'researchcrew.contracts') if m in sys.modules)))"
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(completed.stdout) == []

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from researchcrew.agents.retriever import RetrieverAgent
 from researchcrew.contracts import ContextChunk, RetrieverInput, RetrieverOutput
+from researchcrew.pipeline.retrieve import RetrieverAgent
 from researchcrew.settings import RetrievalSettings
 from researchcrew.tools.base import ToolResult
 from tests.unit.fake_tools import (
@@ -254,7 +254,7 @@ async def test_a_tool_that_swallows_cancellation_is_abandoned_not_awaited() -> N
 
 
 async def test_a_tool_raising_out_of_search_is_internal_error_with_traceback(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.ERROR, logger="researchcrew.agents.retriever")
+    caplog.set_level(logging.ERROR, logger="researchcrew.pipeline.retrieve")
     output = await RetrieverAgent([RaisingSearchTool("arxiv"), FakeTool("rag")]).run(request())
 
     arxiv = report(output, "arxiv_fake")

@@ -19,7 +19,8 @@ from typing import Any, Protocol, get_args
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from researchcrew.memory.entities import (
+from researchcrew.memory.records import EntityMention, EntityRelation
+from researchcrew.pipeline.remember.entities import (
     CO_OCCURS,
     CONTEXT_CHARS,
     EntityType,
@@ -29,7 +30,6 @@ from researchcrew.memory.entities import (
     normalize,
     sentences,
 )
-from researchcrew.memory.records import EntityMention, EntityRelation
 
 logger = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from researchcrew.agents.terms import query_topics, term_set
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.synthesizer import ConfidenceLevel, CoverageMetrics
+from researchcrew.text.terms import query_topics, term_set
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from researchcrew.contracts.memory import MemoryInput, MemoryOutput, MemoryStatu
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import MemoryStoreError
-from researchcrew.memory.entities import EntityExtractor, Extraction, RuleBasedExtractor
-from researchcrew.memory.entities_llm import LLMEntityExtractor, SupportsACall
-from researchcrew.memory.preferences import PreferenceLearner, PreferencePolicy, RequestSignals
 from researchcrew.memory.records import EntityMention, EntityRelation, ExchangeRecord, StoredPreferences
+from researchcrew.pipeline.remember.entities import EntityExtractor, Extraction, RuleBasedExtractor
+from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor, SupportsACall
+from researchcrew.pipeline.remember.preferences import PreferenceLearner, PreferencePolicy, RequestSignals
 
 if TYPE_CHECKING:
     # Only the Zep backend has an outbox worker; importing it here would load zep-python (and aiohttp) and the

@@ -30,9 +30,9 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from researchcrew.embedding.cpu import read_cpu_info
+from researchcrew.embedding.onnx_layout import ModelLayout
 from researchcrew.errors import ModelUnavailableError
-from researchcrew.knowledge.cpu import read_cpu_info
-from researchcrew.knowledge.onnx_layout import ModelLayout
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from researchcrew.memory import entity_lexicon as lexicon
 from researchcrew.memory.records import EntityMention, EntityRelation
+from researchcrew.pipeline.remember import entity_lexicon as lexicon
 
 CO_OCCURS = "co_occurs_with"
 ABBREVIATION_OF = "abbreviation_of"

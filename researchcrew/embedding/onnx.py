@@ -1,7 +1,7 @@
 """Sentence embeddings on ONNX Runtime: the same vectors as sentence-transformers on torch, several times faster on
 CPU.
 
-The model is converted once (``researchcrew.knowledge.onnx_export``: traced, fused, int8 by default) and cached.
+The model is converted once (``researchcrew.embedding.onnx_export``: traced, fused, int8 by default) and cached.
 Encoding tokenises with the ``tokenizers`` package (the model's own ``tokenizer.json``, Rust, batched), runs the
 session, then mean pooling and L2 normalisation in numpy — exactly what the model's sentence-transformers modules
 (``1_Pooling``, ``2_Normalize``) do.
@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from researchcrew.embedding.cpu import usable_cpus
+from researchcrew.embedding.onnx_export import export_model
+from researchcrew.embedding.onnx_layout import ModelLayout, inspect_model
 from researchcrew.errors import ModelUnavailableError
-from researchcrew.knowledge.cpu import usable_cpus
-from researchcrew.knowledge.onnx_export import export_model
-from researchcrew.knowledge.onnx_layout import ModelLayout, inspect_model
 
 logger = logging.getLogger(__name__)
 

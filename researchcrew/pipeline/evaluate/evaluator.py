@@ -29,10 +29,6 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from researchcrew.agents.adjudication import adjudicate
-from researchcrew.agents.contradictions import detect_contradictions
-from researchcrew.agents.dedup import find_duplicates, shingles
-from researchcrew.agents.scoring import ScoreParts, Scorer
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.evaluator import (
     ContradictionRecord,
@@ -43,6 +39,10 @@ from researchcrew.contracts.evaluator import (
     RemovalReason,
     ScoredChunk,
 )
+from researchcrew.pipeline.evaluate.adjudication import adjudicate
+from researchcrew.pipeline.evaluate.contradictions import detect_contradictions
+from researchcrew.pipeline.evaluate.dedup import find_duplicates, shingles
+from researchcrew.pipeline.evaluate.scoring import ScoreParts, Scorer
 from researchcrew.settings import EvaluationSettings
 
 if TYPE_CHECKING:

@@ -35,11 +35,12 @@ from researchcrew.contracts import (
 )
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.synthesizer import ConfidenceLevel
-from researchcrew.guard import check_question
-from researchcrew.responses import evidence_confidence, refusal_response, source_caveats, uncertainty_response
+from researchcrew.pipeline.evidence_gate import evidence_confidence
+from researchcrew.pipeline.guard import check_question
+from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
 
 if TYPE_CHECKING:
-    from researchcrew.flow_stages import ResearchStages
+    from researchcrew.pipeline.stages import ResearchStages
 
 logger = logging.getLogger(__name__)
 

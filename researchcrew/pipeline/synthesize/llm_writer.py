@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from researchcrew.agents import prompts
-from researchcrew.agents.citations import ValidationMode
-from researchcrew.agents.extractive import ExtractiveSynthesizer, perspective_sections
-from researchcrew.agents.finalize import empty_output, finalize, relevant_contradictions
 from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.contracts.synthesizer import AnswerDraft, SynthesizerInput, SynthesizerOutput
 from researchcrew.errors import ResearchCrewError
 from researchcrew.llm import build_llm, quiet_crewai
+from researchcrew.pipeline.synthesize import prompts
+from researchcrew.pipeline.synthesize.citations import ValidationMode
+from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer, perspective_sections
+from researchcrew.pipeline.synthesize.finalize import empty_output, finalize, relevant_contradictions
 
 if TYPE_CHECKING:
     from crewai import BaseLLM

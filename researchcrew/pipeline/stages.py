@@ -26,7 +26,7 @@ from researchcrew.contracts import (
     SynthesizerInput,
     SynthesizerOutput,
 )
-from researchcrew.guard import expanded_query, keyword_query
+from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -56,8 +56,6 @@ class MemoryScheduler(Protocol):
     def __call__(self, memory_input: MemoryInput, /) -> bool: ...
 
 
-class Reformulator(Protocol):
-    async def __call__(self, question: str, searched: Sequence[str], evidence: Sequence[ContextChunk], /) -> str: ...
 
 
 def _ignore_event(_: ProgressEvent) -> None:
@@ -67,17 +65,6 @@ def _ignore_event(_: ProgressEvent) -> None:
 def _no_memory(_: MemoryInput) -> bool:
     return False
 
-
-async def deterministic_reformulation(
-    question: str, searched: Sequence[str], evidence: Sequence[ContextChunk]
-) -> str:
-    """Without an LLM: first the keyword form of the question, then that plus the salient terms of the best
-    evidence so far (pseudo-relevance feedback). A rewrite that was already searched is replaced by the other;
-    when both were searched, the question itself is returned and the Flow stops reformulating."""
-    candidates = [keyword_query(question), expanded_query(question, [chunk.content for chunk in evidence])]
-    if len(searched) > 1:
-        candidates.reverse()
-    return next((candidate for candidate in candidates if candidate and candidate not in searched), question)
 
 
 @dataclass

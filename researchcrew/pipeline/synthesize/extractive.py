@@ -19,10 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from researchcrew.agents.citations import clean_text
-from researchcrew.agents.finalize import finalize
-from researchcrew.agents.prompts import length_bounds
-from researchcrew.agents.terms import content_terms
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.query import ResponseFormat
@@ -33,6 +29,10 @@ from researchcrew.contracts.synthesizer import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.pipeline.synthesize.citations import clean_text
+from researchcrew.pipeline.synthesize.finalize import finalize
+from researchcrew.pipeline.synthesize.prompts import length_bounds
+from researchcrew.text.terms import content_terms
 
 SENTENCE_BUDGET: dict[ResponseFormat, int] = {"concise": 3, "detailed": 8, "technical": 10}
 MMR_LAMBDA = 0.7

@@ -12,16 +12,6 @@ import logging
 import time
 from collections.abc import Sequence
 
-from researchcrew.agents.citations import ValidationMode, validate_draft
-from researchcrew.agents.confidence import (
-    answer_confidence,
-    claim_confidence,
-    confidence_level,
-    contested_chunk_ids,
-    coverage_metrics,
-)
-from researchcrew.agents.prompts import length_bounds
-from researchcrew.agents.rendering import answer_words, render_answer
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.synthesizer import (
     AnswerDraft,
@@ -33,6 +23,16 @@ from researchcrew.contracts.synthesizer import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.pipeline.synthesize.citations import ValidationMode, validate_draft
+from researchcrew.pipeline.synthesize.confidence import (
+    answer_confidence,
+    claim_confidence,
+    confidence_level,
+    contested_chunk_ids,
+    coverage_metrics,
+)
+from researchcrew.pipeline.synthesize.prompts import length_bounds
+from researchcrew.pipeline.synthesize.rendering import answer_words, render_answer
 
 logger = logging.getLogger(__name__)
 

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import NamedTuple
 
-from researchcrew.agents.quantities import Quantity, find_quantities, relative_gap
-from researchcrew.agents.sentences import content_words, split_sentences, stem, token_info, tokens
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.evaluator import ContradictionRecord
+from researchcrew.pipeline.evaluate.quantities import Quantity, find_quantities, relative_gap
+from researchcrew.text.sentences import content_words, split_sentences, stem, token_info, tokens
 
 SUBJECT_MATCH = 0.5
 BARE_COUNT_MIN_SHARED = 2

@@ -1,1 +1,0 @@
-"""The four stages: Retriever, Evaluator, Synthesizer and Memory agents."""

@@ -1,0 +1,1 @@
+"""The Evaluator stage: quality scores, near-duplicate removal, filtering and contradiction detection."""

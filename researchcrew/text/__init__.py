@@ -1,0 +1,1 @@
+"""Text analysis shared by every stage: sentences, words, stems and stop words."""
