@@ -3,16 +3,16 @@ source did (used, or failed and why). ``--json`` prints the whole FinalResponse 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings
+from researchcrew.cli._common import echo_json, with_runtime
 
 if TYPE_CHECKING:
     from researchcrew.contracts import Citation, FinalResponse
+    from researchcrew.runtime import Runtime
 
 _KIND_LABEL = {
     "generated": "",
@@ -41,33 +41,29 @@ def ask(question: str, user_id: str, session_id: str, response_format: str | Non
         preferred_sources: tuple[str, ...], exclude_sources: tuple[str, ...], deadline_s: float | None,
         as_json: bool) -> None:
     """Ask a research question and print a cited answer."""
-    settings = load_settings()
     from pydantic import ValidationError
 
-    from researchcrew.assistant import ResearchAssistant
-    from researchcrew.errors import ResearchCrewError
+    from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 
-    preferences = {"response_format": response_format} if response_format else {}
+    try:
+        request = ResearchRequest(
+            question=question, user_id=user_id, session_id=session_id,
+            preferred_sources=list(preferred_sources) or None, exclude_sources=list(exclude_sources) or None,
+            deadline_s=deadline_s,
+            response=ResponseOptions(**({"response_format": response_format} if response_format else {})),
+        )
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise click.ClickException(f"invalid request: {problems}") from error
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
         # Each failed source is logged as a warning, and the answer lists it under "Sources searched:" with its reason;
         # without -v, say it once, in the answer.
         logging.getLogger("researchcrew.tools").setLevel(logging.ERROR)
 
-    async def run() -> FinalResponse:
-        async with ResearchAssistant(settings=settings) as assistant:
-            return await assistant.ask(
-                question, user_id=user_id, session_id=session_id,
-                preferred_sources=list(preferred_sources) or None, exclude_sources=list(exclude_sources) or None,
-                deadline_s=deadline_s, **preferences,
-            )
+    async def research(runtime: Runtime) -> FinalResponse:
+        return await runtime.ask(request)
 
-    try:
-        response = asyncio.run(run())
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise click.ClickException(f"invalid request: {problems}") from error
-    except ResearchCrewError as error:
-        raise click.ClickException(str(error)) from error
+    response = with_runtime(research)
     if as_json:
         echo_json(response.model_dump(mode="json"))
     else:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from researchcrew.cli._common import echo_json, load_settings
+
+if TYPE_CHECKING:
+    from researchcrew.knowledge.collection import KnowledgeBase
 
 _EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -72,27 +76,20 @@ def retrieval(
 
 def evaluate_beir(data: Any, split: Any, uri: str, collection: str, compare: bool, *, quiet: bool) -> dict[str, Any]:
     """Build (or complete) the index at ``uri``, run the pipeline (and with ``compare`` the baselines), score."""
-    from tqdm import tqdm
-
-    from researchcrew.knowledge.collection import KnowledgeBase
-    from researchcrew.knowledge.evaluation import bm25s_run, corpus_documents, report, run_knowledge_base
+    from researchcrew.runtime import open_runtime
 
     base = load_settings()
     settings = base.model_copy(update={"milvus": base.milvus.model_copy(update={"uri": uri, "collection": collection})})
-    results: dict[str, Any] = {}
-    with KnowledgeBase(settings) as kb:
-        documents = list(corpus_documents(data))
-        started = time.perf_counter()
-        with tqdm(total=len(documents), desc="indexing", unit="doc", disable=quiet) as bar:
-            added = kb.add_documents(documents, progress=lambda done, _total: bar.update(done - bar.n))
-        kb.flush()
-        index = {"uri": uri, "documents": len(documents), "chunks_added": added.chunks_added,
-                 "documents_skipped": added.documents_skipped, "seconds": round(time.perf_counter() - started, 1)}
-        for mode in ("hybrid", "bm25", "dense") if compare else ("hybrid",):
-            with tqdm(total=len(data.queries), desc=f"searching ({mode})", unit="query", disable=quiet) as bar:
-                run = run_knowledge_base(kb, data.queries, mode=mode, on_query=lambda: bar.update(1))
-            results[mode] = report(run, data.qrels, split)
+
+    async def run() -> dict[str, Any]:
+        async with open_runtime(settings) as runtime:
+            knowledge_base = await runtime.knowledge_base()
+            return await asyncio.to_thread(_index_and_search, knowledge_base, data, split, uri, compare, quiet)
+
+    results = asyncio.run(run())
     if compare:
+        from researchcrew.knowledge.evaluation import bm25s_run, report
+
         results["bm25s"] = report(bm25s_run(data), data.qrels, split)
     retrieval = settings.retrieval
     return {
@@ -104,9 +101,33 @@ def evaluate_beir(data: Any, split: Any, uri: str, collection: str, compare: boo
             "candidate_pool": retrieval.candidate_pool,
             "rerank": retrieval.rerank.enabled,
         },
-        "index": index,
+        "index": results.pop("index"),
         "results": results,
     }
+
+
+def _index_and_search(
+    kb: KnowledgeBase, data: Any, split: Any, uri: str, compare: bool, quiet: bool
+) -> dict[str, Any]:
+    """Index the corpus into ``kb`` (unchanged documents are skipped) and score every mode; blocking."""
+    from tqdm import tqdm
+
+    from researchcrew.knowledge.evaluation import corpus_documents, report, run_knowledge_base
+
+    results: dict[str, Any] = {}
+    documents = list(corpus_documents(data))
+    started = time.perf_counter()
+    with tqdm(total=len(documents), desc="indexing", unit="doc", disable=quiet) as bar:
+        added = kb.add_documents(documents, progress=lambda done, _total: bar.update(done - bar.n))
+    kb.flush()
+    index = {"uri": uri, "documents": len(documents), "chunks_added": added.chunks_added,
+             "documents_skipped": added.documents_skipped, "seconds": round(time.perf_counter() - started, 1)}
+    for mode in ("hybrid", "bm25", "dense") if compare else ("hybrid",):
+        with tqdm(total=len(data.queries), desc=f"searching ({mode})", unit="query", disable=quiet) as bar:
+            run = run_knowledge_base(kb, data.queries, mode=mode, on_query=lambda: bar.update(1))
+        results[mode] = report(run, data.qrels, split)
+    results["index"] = index
+    return results
 
 
 def _print_table(result: dict[str, Any]) -> None:

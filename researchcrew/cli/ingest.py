@@ -7,14 +7,16 @@ or model failed); problems with single files are listed and the rest is ingested
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings
+from researchcrew.cli._common import echo_json, with_runtime
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.ingest import IngestReport
+    from researchcrew.runtime import Runtime
 
 _SHOWN_ERRORS = 10
 
@@ -57,20 +59,16 @@ def ingest(paths: tuple[str, ...], demo: bool, fields: tuple[str, ...], batch_si
         field_map = parse_field_map(fields)
     except FieldMapError as error:
         raise click.BadParameter(str(error), param_hint="--field") from error
-    settings = load_settings()
-    settings.ensure_data_dir()
 
-    from researchcrew.errors import ResearchCrewError
-    from researchcrew.knowledge.collection import KnowledgeBase
+    async def load(runtime: Runtime) -> IngestReport:
+        knowledge_base = await runtime.knowledge_base()
+        report: IngestReport = await asyncio.to_thread(
+            knowledge_base.ingest, targets, field_map=field_map, batch_size=batch_size,
+            progress=not (no_progress or as_json), remove_missing=not keep_missing,
+        )
+        return report
 
-    try:
-        with KnowledgeBase(settings) as kb:
-            report = kb.ingest(
-                targets, field_map=field_map, batch_size=batch_size, progress=not (no_progress or as_json),
-                remove_missing=not keep_missing,
-            )
-    except ResearchCrewError as error:
-        raise click.ClickException(str(error)) from error
+    report = with_runtime(load)
     if as_json:
         echo_json({**report.model_dump(mode="json"), "succeeded": report.succeeded})
     else:

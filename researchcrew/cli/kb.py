@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -9,10 +10,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings
+from researchcrew.cli._common import echo_json, with_runtime
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats
+    from researchcrew.runtime import Runtime
 
 _SHOWN_SOURCES = 15
 T = TypeVar("T")
@@ -27,8 +29,7 @@ def kb() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
 def stats(as_json: bool) -> None:
     """What the knowledge base holds: documents, chunks, sources, model."""
-    with _open() as base:
-        numbers = _guard(base.stats)
+    numbers = _on_knowledge_base(lambda base: base.stats())
     if as_json:
         echo_json(numbers.model_dump(mode="json"))
     else:
@@ -46,10 +47,11 @@ def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[
     """Remove documents by source key, document id or path."""
     if not (source_keys or doc_ids or paths):
         raise click.UsageError("say what to remove: --source KEY, --doc ID or --path PATH")
-    with _open() as base:
-        keys = list(source_keys)
+    keys = list(source_keys)
+
+    def remove_matching(base: KnowledgeBase) -> int:
         if paths:
-            index = _guard(base.document_index)
+            index = base.document_index()
             for path in paths:
                 matched = keys_under(index, path)
                 if not matched:
@@ -57,7 +59,9 @@ def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[
                 keys.extend(matched)
         if not keys and not doc_ids:
             raise click.ClickException("no documents match; `researchcrew kb stats` lists the sources")
-        removed = _guard(lambda: base.remove(source_keys=keys, doc_ids=list(doc_ids)))
+        return base.remove(source_keys=keys, doc_ids=list(doc_ids))
+
+    removed = _on_knowledge_base(remove_matching)
     if removed == 0 and not as_json:
         raise click.ClickException("nothing matched: no chunks were removed (`researchcrew kb stats` lists sources)")
     if as_json:
@@ -75,8 +79,7 @@ def reindex(as_json: bool) -> None:
 
     Rewrites it from the chunks already stored; nothing is re-read or re-embedded. Safe to interrupt and rerun.
     """
-    with _open() as base:
-        report = _guard(base.reindex_keywords)
+    report = _on_knowledge_base(lambda base: base.reindex_keywords())
     if as_json:
         echo_json(report.model_dump(mode="json"))
     elif report.chunks == 0:
@@ -113,18 +116,11 @@ def render_stats(numbers: KnowledgeBaseStats) -> str:
     return "\n".join(lines)
 
 
-def _open() -> KnowledgeBase:
-    settings = load_settings()
-    from researchcrew.knowledge.collection import KnowledgeBase
+def _on_knowledge_base(action: Callable[[KnowledgeBase], T]) -> T:
+    """Run ``action`` on the knowledge base the runtime opens (nothing else is opened); a store failure ends the
+    command with one line, not a traceback."""
 
-    return KnowledgeBase(settings)
+    async def run(runtime: Runtime) -> T:
+        return await asyncio.to_thread(action, await runtime.knowledge_base())
 
-
-def _guard(call: Callable[[], T]) -> T:
-    """Run a knowledge-base call; a store failure ends the command with one line, not a traceback."""
-    from researchcrew.errors import ResearchCrewError
-
-    try:
-        return call()
-    except ResearchCrewError as error:
-        raise click.ClickException(str(error)) from error
+    return with_runtime(run)

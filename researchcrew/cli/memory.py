@@ -9,41 +9,19 @@ queued and the next researchcrew process that reaches Zep delivers it.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings
+from researchcrew.cli._common import echo_json, load_settings, with_runtime
 
 if TYPE_CHECKING:
-    from researchcrew.memory.store import MemoryStore
-    from researchcrew.settings import Settings
-
-T = TypeVar("T")
+    from researchcrew.runtime import ForgetReport, Runtime
 
 _USER_OPTION = click.option("--user", "user_id", required=True, metavar="USER_ID", help="The user whose memory it is.")
-
-
-def _with_store(action: Callable[[MemoryStore], Awaitable[T]], settings: Settings | None = None) -> T:
-    """Open the configured store, run ``action``, close it; a store problem ends in one clear line."""
-    settings = settings or load_settings()
-    from researchcrew.errors import MemoryStoreError
-    from researchcrew.memory.store import MemoryStore
-
-    async def run() -> T:
-        async with await MemoryStore.from_settings(settings) as store:
-            return await action(store)
-
-    try:
-        return asyncio.run(run())
-    except MemoryStoreError as error:
-        raise click.ClickException(
-            f"{error}\n(the memory store is configured by RESEARCHCREW_MEMORY__DATABASE_URL)"
-        ) from error
+_STORE_HINT = "\n(the memory store is configured by RESEARCHCREW_MEMORY__DATABASE_URL)"
 
 
 @click.group()
@@ -57,7 +35,7 @@ def memory() -> None:
               help="Write the JSON to this file instead of printing it.")
 def export(user_id: str, out: Path | None) -> None:
     """Print (or write) everything stored about a user as JSON."""
-    data: dict[str, Any] = _with_store(lambda store: store.export_user(user_id=user_id))
+    data: dict[str, Any] = with_runtime(lambda runtime: runtime.export_user(user_id), hint=_STORE_HINT)
     if out is None:
         echo_json(data)
         return
@@ -78,17 +56,12 @@ def forget(user_id: str, yes: bool, as_json: bool) -> None:
     if not yes:
         click.confirm(f"Delete all memory of user {user_id!r}? This cannot be undone.", abort=True)
     settings = load_settings()
-    with_zep = settings.memory.backend == "zep"
 
-    async def forget_everywhere(store: MemoryStore) -> tuple[dict[str, int], str | None]:
-        if not with_zep:
-            return await store.forget_user(user_id=user_id), None
-        from researchcrew.memory.outbox import forget_write
+    async def forget_everywhere(runtime: Runtime) -> ForgetReport:
+        return await runtime.forget_user(user_id, deliver_within_s=2 * settings.zep.timeout_s)
 
-        counts = await store.forget_user(user_id=user_id, then_enqueue=[forget_write(user_id)])
-        return counts, await _delete_in_zep(store, settings, user_id)
-
-    counts, zep_outcome = _with_store(forget_everywhere, settings)
+    report = with_runtime(forget_everywhere, settings, hint=_STORE_HINT)
+    counts, zep_outcome = report.deleted, report.zep
     if as_json:
         echo_json({"user_id": user_id, "deleted": counts, "zep": zep_outcome})
         return
@@ -100,27 +73,8 @@ def forget(user_id: str, yes: bool, as_json: bool) -> None:
     if zep_outcome == "deleted":
         click.echo("Deleted in Zep as well.")
     elif zep_outcome is not None:
+        reason = zep_outcome.removeprefix("queued").removeprefix(": ")
         click.echo(
-            f"The deletion in Zep is queued ({zep_outcome}); the next researchcrew process that reaches Zep "
-            "delivers it."
+            f"The deletion in Zep is queued{f' ({reason})' if reason else ''}; the next researchcrew process that "
+            "reaches Zep delivers it."
         )
-
-
-async def _delete_in_zep(store: MemoryStore, settings: Settings, user_id: str) -> str:
-    """Deliver the queued Zep deletion now: "deleted", or why it is still queued."""
-    from researchcrew.memory.outbox import ZEP_DELETE_USER, OutboxWorker
-    from researchcrew.memory.zep import ZepError, ZepMemory
-
-    try:
-        zep = ZepMemory(settings.zep)
-    except ZepError as error:
-        return error.message
-    try:
-        await OutboxWorker(store, zep).drain(timeout_s=2 * settings.zep.timeout_s)
-    finally:
-        await zep.aclose()
-    queued = [item for item in (await store.export_user(user_id=user_id))["outbox"] if item["kind"] == ZEP_DELETE_USER]
-    if queued and all(item["delivered_at"] for item in queued):
-        return "deleted"
-    errors = [item["last_error"] for item in queued if item["last_error"]]
-    return f"Zep: {errors[-1]}" if errors else "Zep did not answer in time"

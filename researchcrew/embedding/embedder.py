@@ -137,12 +137,9 @@ _cache: dict[tuple[object, ...], Embedder] = {}
 _cache_lock = threading.Lock()
 
 
-def get_embedder(settings: EmbeddingSettings | Settings, *, cache_dir: Path | None = None) -> Embedder:
-    """The process-wide embedder for these settings (loaded on first use, then shared).
-
-    ONNX exports are cached in ``cache_dir``, else ``embedding.cache_dir``, else the user's cache directory
-    (``Settings.model_cache_dir``), shared by every data directory.
-    """
+def _cache_key(
+    settings: EmbeddingSettings | Settings, cache_dir: Path | None
+) -> tuple[EmbeddingSettings, Path, tuple[object, ...]]:
     from researchcrew.settings import Settings
 
     embedding: EmbeddingSettings
@@ -160,6 +157,16 @@ def get_embedder(settings: EmbeddingSettings | Settings, *, cache_dir: Path | No
         embedding.max_seq_length,
         str(cache_dir),
     )
+    return embedding, cache_dir, key
+
+
+def get_embedder(settings: EmbeddingSettings | Settings, *, cache_dir: Path | None = None) -> Embedder:
+    """The process-wide embedder for these settings (loaded on first use, then shared).
+
+    ONNX exports are cached in ``cache_dir``, else ``embedding.cache_dir``, else the user's cache directory
+    (``Settings.model_cache_dir``), shared by every data directory.
+    """
+    embedding, cache_dir, key = _cache_key(settings, cache_dir)
     with _cache_lock:
         embedder = _cache.get(key)
         if embedder is None:
@@ -167,3 +174,9 @@ def get_embedder(settings: EmbeddingSettings | Settings, *, cache_dir: Path | No
             embedder = load_embedder(embedding, cache_dir=cache_dir)
             _cache[key] = embedder
         return embedder
+
+
+def loaded_embedder(settings: EmbeddingSettings | Settings) -> Embedder | None:
+    """The process-wide embedder for these settings if it is already loaded, else None (never loads it)."""
+    with _cache_lock:
+        return _cache.get(_cache_key(settings, None)[2])

@@ -34,6 +34,7 @@ from researchcrew.contracts import (
     UserPreferences,
 )
 from researchcrew.contracts.progress import Stage
+from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel
 from researchcrew.pipeline.evidence_gate import evidence_confidence
 from researchcrew.pipeline.guard import check_question
@@ -55,14 +56,10 @@ class ResearchState(FlowState):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    query: Query | None = Field(default=None, description="The question.")
-    preferences: UserPreferences = Field(default_factory=UserPreferences)
-    preferred_sources: list[str] | None = None
-    exclude_sources: list[str] | None = None
-    tool_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    explicit_request: dict[str, Any] = Field(
-        default_factory=dict,
-        description="What the user asked for explicitly this time (format, sources), for preference learning.",
+    request: ResearchRequest | None = Field(default=None, description="What the caller asked for, unchanged.")
+    query: Query | None = Field(default=None, description="The question as received (id, text, user, session).")
+    preferences: UserPreferences = Field(
+        default_factory=UserPreferences, description="The user's learned preferences with this request's options."
     )
     deadline_s: float = 30.0
     started_at: float = Field(default_factory=time.monotonic, description="time.monotonic() at the start.")
@@ -118,6 +115,9 @@ class ResearchFlow(Flow[ResearchState]):
     def _query(self) -> Query:
         return _require(self.research.query, "a query")
 
+    def _explicit_choices(self) -> dict[str, Any]:
+        return self.research.request.explicit_choices() if self.research.request else {}
+
     # Stages ------------------------------------------------------------------------------------------------
     @start()
     async def guard(self) -> None:
@@ -136,6 +136,7 @@ class ResearchFlow(Flow[ResearchState]):
     async def retrieve(self) -> None:
         started = time.monotonic()
         query = self._query()
+        request = _require(self.research.request, "a request")
         text = self.state.searched[-1] if self.state.searched else query.text
         if not self.state.searched:
             self.state.searched.append(text)
@@ -146,11 +147,11 @@ class ResearchFlow(Flow[ResearchState]):
                 query_text=text,
                 user_id=query.user_id,
                 session_id=query.session_id,
-                preferred_sources=self.state.preferred_sources or self.state.preferences.preferred_sources or None,
-                exclude_sources=self.state.exclude_sources or self.state.preferences.excluded_sources or None,
+                preferred_sources=request.preferred_sources or self.state.preferences.preferred_sources or None,
+                exclude_sources=request.exclude_sources or self.state.preferences.excluded_sources or None,
                 timeout_per_source=budget,
                 num_results=self._stages.num_results,
-                tool_options=self.state.tool_options,
+                tool_options=request.tool_options,
             )
         )
         self.state.retrieval = output
@@ -291,7 +292,7 @@ class ResearchFlow(Flow[ResearchState]):
         scheduled = self._stages.remember(
             MemoryInput(query=self._query(), final_response=response,
                         session_id=self._query().session_id, user_id=self._query().user_id,
-                        context={"request": self.state.explicit_request} if self.state.explicit_request else None)
+                        context={"request": explicit} if (explicit := self._explicit_choices()) else None)
         )
         self._emit("remember", "finished", started, scheduled=scheduled)
 
@@ -329,27 +330,20 @@ class ResearchFlow(Flow[ResearchState]):
 
 async def run_question(
     stages: ResearchStages,
-    query: Query,
+    request: ResearchRequest,
     *,
     preferences: UserPreferences | None = None,
-    preferred_sources: list[str] | None = None,
-    exclude_sources: list[str] | None = None,
-    tool_options: dict[str, dict[str, Any]] | None = None,
-    explicit_request: dict[str, Any] | None = None,
-    deadline_s: float | None = None,
     on_event: Callable[[ProgressEvent], None] | None = None,
 ) -> FinalResponse:
-    """Run one question through a fresh ResearchFlow and return the answer."""
+    """Run one question through a fresh ResearchFlow and return the answer. ``preferences`` are the user's
+    learned ones with the request's options already applied (default: the request's options alone)."""
     flow_stages = stages.with_event_callback(on_event) if on_event else stages
     flow = ResearchFlow(flow_stages)
     state = ResearchState(
-        query=query,
-        preferences=preferences or UserPreferences(),
-        preferred_sources=preferred_sources,
-        exclude_sources=exclude_sources,
-        tool_options=tool_options or {},
-        explicit_request=explicit_request or {},
-        deadline_s=deadline_s or stages.deadline_s,
+        request=request,
+        query=Query(text=request.question, user_id=request.user_id, session_id=request.session_id),
+        preferences=preferences or request.response.applied_to(UserPreferences()),
+        deadline_s=request.deadline_s or stages.deadline_s,
     )
     result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error

@@ -50,7 +50,7 @@ async def test_exchanges_are_mirrored_to_zep_and_recalled_from_it(
             first = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
             assert await assistant.flush_memory()
             assert await eventually(lambda: len(zep.all_messages()) >= 2, timeout_s=10)
-            # A question about the conversation: without an LLM, memory is quoted for those (pipeline/synthesize/extractive.py).
+            # A question about the conversation: without an LLM, memory is quoted for those (synthesize/extractive.py).
             second = await assistant.ask("What did I ask about metamorphic testing?", user_id="ada", session_id="s1")
 
     roles = [message["role_type"] for message in zep.all_messages()[:2]]

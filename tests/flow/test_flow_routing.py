@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from researchcrew.contracts import ProgressEvent, Query
+from researchcrew.contracts import ProgressEvent
+from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 from researchcrew.pipeline.flow import run_question
 from researchcrew.pipeline.stages import ResearchStages
 from tests.flow.fakes import (
@@ -28,8 +29,8 @@ def make_stages(retriever: ScriptedRetriever, **overrides: object) -> ResearchSt
     return ResearchStages(**options)  # type: ignore[arg-type]
 
 
-def question(text: str) -> Query:
-    return Query(text=text, user_id="u1", session_id="s1")
+def question(text: str, **options: object) -> ResearchRequest:
+    return ResearchRequest(question=text, user_id="u1", session_id="s1", **options)  # type: ignore[arg-type]
 
 
 async def test_confident_evidence_is_answered_and_remembered() -> None:
@@ -88,7 +89,7 @@ async def test_insufficient_evidence_gives_uncertainty_at_once() -> None:
 async def test_deadline_during_synthesis_gives_partial_extractive_answer() -> None:
     retriever = ScriptedRetriever([chunk("a", 0.8)])
     stages = make_stages(retriever, synthesizer=CitingSynthesizer(delay_s=5), synthesis_reserve_s=0.1)
-    response = await run_question(stages, question("What is attention?"), deadline_s=0.5)
+    response = await run_question(stages, question("What is attention?", deadline_s=0.5))
     assert response.partial
     assert response.answer_kind == "extractive"
     assert response.execution_time_ms < 2000
@@ -98,7 +99,7 @@ async def test_deadline_during_synthesis_gives_partial_extractive_answer() -> No
 async def test_slow_evaluation_is_cut_at_the_deadline_and_answered_with_the_fallback() -> None:
     retriever = ScriptedRetriever([chunk("a", 0.8)])
     stages = make_stages(retriever, evaluator=PassThroughEvaluator(delay_s=5), synthesis_reserve_s=0.1)
-    response = await run_question(stages, question("What is attention?"), deadline_s=0.6)
+    response = await run_question(stages, question("What is attention?", deadline_s=0.6))
     assert response.answer_kind == "generated"
     assert response.partial
     assert any("cross-checking" in caveat for caveat in response.caveats)
@@ -108,7 +109,8 @@ async def test_slow_evaluation_is_cut_at_the_deadline_and_answered_with_the_fall
 async def test_memory_receives_what_the_user_asked_for_explicitly() -> None:
     retriever = ScriptedRetriever([chunk("a", 0.8)])
     remembered: list[object] = []
-    await run_question(make_stages(retriever, remember=recording_memory(remembered)), question("What is attention?"),
-                       explicit_request={"response_format": "concise", "exclude_sources": ["web"]})
+    await run_question(make_stages(retriever, remember=recording_memory(remembered)),
+                       question("What is attention?", response=ResponseOptions(response_format="concise"),
+                                exclude_sources=["web"]))
     (memory_input,) = remembered
     assert memory_input.context == {"request": {"response_format": "concise", "exclude_sources": ["web"]}}  # type: ignore[attr-defined]

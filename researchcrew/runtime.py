@@ -1,0 +1,386 @@
+"""One runtime per process: everything researchcrew opens, opened lazily, closed once, in order.
+
+Every door (the SDK's ``ResearchAssistant``, each CLI command, the HTTP service, batch workers) stands on a
+``Runtime`` instead of opening stores by hand::
+
+    async with open_runtime(settings) as runtime:
+        answer = await runtime.ask(ResearchRequest(question="What is metamorphic testing?", user_id="ada"))
+
+    async with open_runtime(settings) as runtime:          # a command that needs only the knowledge base
+        stats = await asyncio.to_thread((await runtime.knowledge_base()).stats)
+
+Nothing is opened until asked for, so ``kb stats`` pays neither for crewAI nor for the memory store. What the
+pipeline needs (``stages()``) is opened together: the embedding model is loaded once and shared, and the memory
+store and the knowledge base start side by side (each costs about a second). ``aclose()`` releases everything in
+the order that loses nothing: pending memory writes first, then the Zep outbox worker (its queue is persisted),
+the Zep client, the LLM's HTTP clients, the memory store, the knowledge base.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from researchcrew.contracts import FinalResponse, ProgressEvent, UserPreferences
+from researchcrew.contracts.request import ResearchRequest
+from researchcrew.errors import ConfigurationError
+from researchcrew.settings import Settings
+from researchcrew.tools.base import Tool
+
+if TYPE_CHECKING:
+    from crewai import BaseLLM
+
+    from researchcrew.embedding.embedder import Embedder
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.memory.outbox import OutboxWorker
+    from researchcrew.memory.store import MemoryStore
+    from researchcrew.memory.zep import ZepMemory
+    from researchcrew.pipeline.remember.agent import MemoryAgent
+    from researchcrew.pipeline.stages import ResearchStages
+
+logger = logging.getLogger(__name__)
+
+_NOT_BUILT: Any = object()  # a lazily built value that may legitimately be None (no LLM configured)
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What forgetting a user did: rows deleted per table, and what happened in Zep (None without Zep)."""
+
+    deleted: dict[str, int]
+    zep: str | None = None  # "deleted", "queued: <why>", or None when Zep is not the memory backend
+
+
+class Runtime:
+    """The resources of one process and the pipeline built on them. Build it with ``open_runtime``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        tools: Sequence[Tool] | None = None,
+        llm: BaseLLM | None = None,
+        knowledge_base: KnowledgeBase | None = None,
+        memory_store: MemoryStore | None = None,
+        remember: bool = True,
+    ) -> None:
+        from researchcrew.llm import quiet_crewai
+
+        quiet_crewai()  # before anything imports crewAI: the Flow itself is crewAI, even without an LLM
+        self.settings = settings
+        self.remember = remember
+        self._given_tools = list(tools) if tools is not None else None
+        self._llm: BaseLLM | None = llm if llm is not None else _NOT_BUILT
+        self._owns_llm = llm is None
+        self._knowledge_base = knowledge_base
+        self._owns_knowledge_base = knowledge_base is None
+        self._memory_store = memory_store
+        self._owns_memory_store = memory_store is None
+        self._zep: ZepMemory | None = None
+        self._outbox_worker: OutboxWorker | None = None
+        self._memory_agent: MemoryAgent | None = None
+        self._stages: ResearchStages | None = None
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._closed = False
+
+    # Resources, each opened on first use ----------------------------------------------------------------------
+    def llm(self) -> BaseLLM | None:
+        """The configured LLM (None: answers are extractive and nothing is sent anywhere)."""
+        if self._llm is _NOT_BUILT:
+            from researchcrew.llm import build_llm
+
+            self._llm = build_llm(self.settings.llm)
+        return self._llm
+
+    async def knowledge_base(self) -> KnowledgeBase:
+        """The knowledge base (Milvus Lite file or server). It connects on its first operation; a store failure
+        raises ``KnowledgeBaseError`` there, with one line saying what went wrong."""
+        async with self._lock("knowledge_base"):
+            self._check_open()
+            if self._knowledge_base is None:
+                from researchcrew.knowledge.collection import KnowledgeBase
+
+                if self.settings.milvus.uri is None:
+                    self.settings.ensure_data_dir()
+                self._knowledge_base = KnowledgeBase(self.settings, embedder=await self._embedder_if_loaded())
+            return self._knowledge_base
+
+    async def memory_store(self) -> MemoryStore:
+        """The memory store (SQLite file or PostgreSQL), migrated to the newest schema."""
+        async with self._lock("memory_store"):
+            self._check_open()
+            if self._memory_store is None:
+                from researchcrew.memory.store import MemoryStore
+
+                embedder = await self._embedder_if_loaded()
+                self._memory_store = await MemoryStore.from_settings(self.settings, embedder=embedder)
+            return self._memory_store
+
+    async def zep(self) -> ZepMemory | None:
+        """The Zep client when Zep is the memory backend, else None. Misconfigured Zep is a ConfigurationError."""
+        if self.settings.memory.backend != "zep":
+            return None
+        async with self._lock("zep"):
+            if self._zep is None:
+                from researchcrew.memory.zep import ZepError, ZepMemory
+
+                try:
+                    self._zep = ZepMemory(self.settings.zep)
+                except ZepError as error:
+                    raise ConfigurationError(f"memory.backend is 'zep' but {error.message}") from error
+            return self._zep
+
+    async def outbox_worker(self) -> OutboxWorker | None:
+        """The background worker that mirrors memory writes to Zep (started on first use), or None without Zep."""
+        zep = await self.zep()
+        if zep is None:
+            return None
+        store = await self.memory_store()
+        async with self._lock("outbox"):
+            if self._outbox_worker is None:
+                from researchcrew.memory.outbox import OutboxWorker
+
+                self._outbox_worker = OutboxWorker(store, zep)
+                self._outbox_worker.start()
+            return self._outbox_worker
+
+    async def _connected_knowledge_base(self) -> KnowledgeBase:
+        """The knowledge base, connected now (Milvus Lite starts, the collection loads: about a second, paid at
+        start-up rather than by the first question). An unreachable one is not fatal: its RAG source retries per
+        question and reports the failure meanwhile."""
+        from researchcrew.errors import KnowledgeBaseError
+
+        knowledge_base = await self.knowledge_base()
+        try:
+            await asyncio.to_thread(lambda: knowledge_base.store.client)
+        except KnowledgeBaseError as error:
+            logger.warning("knowledge base not reachable at start-up: %s", error)
+        return knowledge_base
+
+    async def stages(self) -> ResearchStages:
+        """The research pipeline: tools, agents and the policies between them, built once."""
+        async with self._lock("stages"):
+            self._check_open()
+            if self._stages is None:
+                self._stages = await self._build_stages()
+            return self._stages
+
+    async def _build_stages(self) -> ResearchStages:
+        from researchcrew.pipeline.assemble import assemble_stages, default_tools
+
+        needs_store = self._memory_store is None and (self.remember or self._given_tools is None)
+        needs_knowledge_base = self._given_tools is None and self._knowledge_base is None
+        if needs_store or needs_knowledge_base:
+            await asyncio.to_thread(self._load_shared_embedder)
+            opening: list[Coroutine[Any, Any, object]] = [self.memory_store()] if needs_store else []
+            opening += [self._connected_knowledge_base()] if needs_knowledge_base else []
+            outcomes = await asyncio.gather(*opening, return_exceptions=True)
+            failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+            if failures:  # release what did open, so a failed start leaks nothing even without aclose()
+                await self._close_stores()
+                raise failures[0]
+        store = self._memory_store
+        zep = await self.zep() if store is not None else None
+        tools = self._given_tools
+        if tools is None:
+            tools = default_tools(
+                self.settings, knowledge_base=await self.knowledge_base(), memory_store=store, zep=zep
+            )
+        llm = self.llm()
+        if self.remember and store is not None:
+            from researchcrew.pipeline.remember.agent import MemoryAgent
+
+            self._memory_agent = MemoryAgent(store, llm=llm, zep_outbox=await self.outbox_worker())
+        return assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=self._memory_agent)
+
+    # The question pipeline ------------------------------------------------------------------------------------
+    async def ask(
+        self, request: ResearchRequest, *, on_event: Callable[[ProgressEvent], None] | None = None
+    ) -> FinalResponse:
+        """Research one question and return the cited answer (never raises for what a source or the evidence
+        did; raises ``ConfigurationError`` when the pipeline cannot be built)."""
+        from researchcrew.pipeline.flow import run_question
+
+        stages = await self.stages()
+        preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
+        return await run_question(stages, request, preferences=preferences, on_event=on_event)
+
+    async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
+        """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels
+        the question."""
+        events: asyncio.Queue[ProgressEvent] = asyncio.Queue()
+        task = asyncio.create_task(self.ask(request, on_event=events.put_nowait))
+        try:
+            while not task.done() or not events.empty():
+                getter = asyncio.ensure_future(events.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            yield task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def learned_preferences(self, user_id: str) -> UserPreferences:
+        """What the Memory stage has learned about how ``user_id`` likes answers (defaults without a store)."""
+        if self._memory_store is None:
+            return UserPreferences()
+        return (await self._memory_store.get_preferences(user_id=user_id)).preferences
+
+    async def flush_memory(self, timeout_s: float | None = 10.0) -> bool:
+        """Wait until the memory work of the answers given so far has finished. False if ``timeout_s`` passed
+        first; True at once when nothing is remembered."""
+        if self._memory_agent is None:
+            return True
+        return await self._memory_agent.wait_idle(timeout_s)
+
+    # A user's memory ------------------------------------------------------------------------------------------
+    async def export_user(self, user_id: str) -> dict[str, Any]:
+        """Everything remembered about ``user_id``, JSON-able."""
+        return await (await self.memory_store()).export_user(user_id=user_id)
+
+    async def forget_user(self, user_id: str, *, deliver_within_s: float | None = None) -> ForgetReport:
+        """Delete everything remembered about ``user_id``. With the Zep backend the user is deleted in Zep too:
+        queued in the same transaction as the local delete, then delivered by the outbox; with
+        ``deliver_within_s`` this waits that long for the delivery and says whether it happened."""
+        store = await self.memory_store()
+        await self.flush_memory()  # an exchange still being stored must not reappear after forgetting
+        if self.settings.memory.backend != "zep":
+            return ForgetReport(await store.forget_user(user_id=user_id))
+        from researchcrew.memory.outbox import forget_write
+
+        deleted = await store.forget_user(user_id=user_id, then_enqueue=[forget_write(user_id)])
+        try:
+            worker = await self.outbox_worker()
+        except ConfigurationError as error:
+            return ForgetReport(deleted, f"queued: {error}")
+        if worker is None:  # not reachable: the backend is zep
+            raise RuntimeError("the Zep outbox was not started")
+        worker.wake()
+        if deliver_within_s is None:
+            return ForgetReport(deleted, "queued")
+        return ForgetReport(deleted, await _zep_deletion_outcome(store, worker, user_id, deliver_within_s))
+
+    # Lifecycle ------------------------------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Release everything, in the order that loses nothing. Idempotent."""
+        self._closed = True
+        if self._memory_agent is not None:
+            await self._memory_agent.aclose()
+            self._memory_agent = None
+        if self._outbox_worker is not None:  # after the agent: its last writes are queued, delivered later
+            await self._outbox_worker.stop()
+            self._outbox_worker = None
+        if self._zep is not None:
+            await self._zep.aclose()
+            self._zep = None
+        if self._owns_llm and self._llm is not _NOT_BUILT and self._llm is not None:
+            await _release_llm(self._llm)
+        self._llm = _NOT_BUILT if self._owns_llm else self._llm
+        await self._close_stores()
+        self._stages = None
+
+    async def __aenter__(self) -> Runtime:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # Helpers --------------------------------------------------------------------------------------------------
+    async def _close_stores(self) -> None:
+        """Close the memory store and the knowledge base this runtime opened (given ones stay open)."""
+        if self._memory_store is not None and self._owns_memory_store:
+            store, self._memory_store = self._memory_store, None
+            await store.close()
+        if self._knowledge_base is not None and self._owns_knowledge_base:
+            knowledge_base, self._knowledge_base = self._knowledge_base, None
+            await asyncio.to_thread(knowledge_base.close)
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        return self._locks.setdefault(name, asyncio.Lock())
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConfigurationError("this runtime was closed; open a new one")
+
+    def _load_shared_embedder(self) -> Embedder | None:
+        """Load the process-wide embedding model now, so the first question does not wait for it; the knowledge
+        base and memory recall share it. None when it cannot be loaded: each part then reports the missing model
+        itself, per question, as a failed source."""
+        from researchcrew.embedding.embedder import get_embedder
+        from researchcrew.errors import ModelUnavailableError
+
+        try:
+            return get_embedder(self.settings)
+        except ModelUnavailableError as error:
+            logger.warning("embedding model unavailable (%s); knowledge base and memory recall will report it", error)
+            return None
+
+    async def _embedder_if_loaded(self) -> Embedder | None:
+        """The shared model when it is already in memory (``get_embedder`` caches it per process); else None, and
+        the part that needs it loads it on first use."""
+        from researchcrew.embedding.embedder import loaded_embedder
+
+        return loaded_embedder(self.settings)
+
+
+def open_runtime(
+    settings: Settings | None = None,
+    *,
+    tools: Sequence[Tool] | None = None,
+    llm: BaseLLM | None = None,
+    knowledge_base: KnowledgeBase | None = None,
+    memory_store: MemoryStore | None = None,
+    remember: bool = True,
+) -> Runtime:
+    """The runtime for ``settings`` (default: from the environment). Nothing is opened yet.
+
+    Overrides, for tests and SDK users with their own services: ``tools`` replaces the built-in sources (then the
+    knowledge base is not opened), ``llm`` the configured model, ``knowledge_base`` and ``memory_store`` the
+    embedded defaults (given ones are not closed by ``aclose``). ``remember=False`` stores nothing.
+    """
+    return Runtime(
+        settings or Settings(),
+        tools=tools,
+        llm=llm,
+        knowledge_base=knowledge_base,
+        memory_store=memory_store,
+        remember=remember,
+    )
+
+
+async def _zep_deletion_outcome(store: MemoryStore, worker: OutboxWorker, user_id: str, timeout_s: float) -> str:
+    """Deliver the queued Zep deletion now: "deleted", or why it is still queued."""
+    from researchcrew.memory.outbox import ZEP_DELETE_USER
+
+    await worker.drain(timeout_s=timeout_s)
+    queued = [item for item in (await store.export_user(user_id=user_id))["outbox"] if item["kind"] == ZEP_DELETE_USER]
+    if queued and all(item["delivered_at"] for item in queued):
+        return "deleted"
+    errors = [item["last_error"] for item in queued if item["last_error"]]
+    return f"queued: Zep: {errors[-1]}" if errors else "queued: Zep did not answer in time"
+
+
+async def _release_llm(llm: BaseLLM) -> None:
+    """Close the HTTP clients of an LLM the runtime built. crewAI's providers keep an ``openai``/``httpx`` client
+    pair open for the LLM's lifetime and offer no close method; left open, their pooled sockets outlive the
+    runtime (and surface later as ResourceWarnings). Attribute names are those of crewAI 1.15's providers."""
+    for name in ("_client", "_async_client"):
+        client = getattr(llm, name, None)
+        close = getattr(client, "close", None)
+        if close is None:
+            continue
+        try:
+            result = close()
+            if asyncio.iscoroutine(result):
+                await result
+        except (OSError, RuntimeError) as error:  # a client already closed or bound to a finished loop
+            logger.debug("closing the LLM's %s failed: %s", name, error)
