@@ -75,8 +75,11 @@ def ingest_demo_corpus(settings: Any) -> dict[str, Any]:
         report = knowledge_base.ingest([demo_corpus_path()], progress=False)
     if report.documents_added + report.documents_unchanged == 0:
         raise SystemExit(f"ingesting the demo corpus failed: {report.errors[:3]}")
-    return {"documents": report.documents_added + report.documents_unchanged,
-            "chunks_added": report.chunks_added, "seconds": round(time.perf_counter() - started, 2)}
+    return {
+        "documents": report.documents_added + report.documents_unchanged,
+        "chunks_added": report.chunks_added,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -173,8 +176,9 @@ def main() -> None:
 
     data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="researchcrew-bench-"))
     # The ONNX export of the embedding model is made once per machine (user cache), not once per data directory.
-    settings = Settings(data_dir=data_dir, enabled_sources=["rag", "memory"],
-                        embedding=EmbeddingSettings(cache_dir=default_cache_dir()))
+    settings = Settings(
+        data_dir=data_dir, enabled_sources=["rag", "memory"], embedding=EmbeddingSettings(cache_dir=default_cache_dir())
+    )
     try:
         corpus = ingest_demo_corpus(settings)
         questions = (QUESTIONS * (1 + args.questions // len(QUESTIONS)))[: args.questions]
@@ -183,16 +187,26 @@ def main() -> None:
     finally:
         if args.data_dir is None and not args.keep:
             shutil.rmtree(data_dir, ignore_errors=True)
-    print(json.dumps({
-        "benchmark": "ask_latency",
-        "setup": {"llm": None, "enabled_sources": settings.enabled_sources, "demo_corpus": corpus,
-                  "questions": len(questions), "warmup": len(warmup)},
-        **result,
-        "target_p50_ms": TARGET_P50_MS,
-        "meets_target": result["p50_ms"] <= TARGET_P50_MS,
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "cpus": os.cpu_count(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "ask_latency",
+                "setup": {
+                    "llm": None,
+                    "enabled_sources": settings.enabled_sources,
+                    "demo_corpus": corpus,
+                    "questions": len(questions),
+                    "warmup": len(warmup),
+                },
+                **result,
+                "target_p50_ms": TARGET_P50_MS,
+                "meets_target": result["p50_ms"] <= TARGET_P50_MS,
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                "cpus": os.cpu_count(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,9 @@ def fit_logistic(features: np.ndarray, labels: np.ndarray, *, iterations: int = 
     return beta
 
 
-def collect(kb: Any, queries: dict[str, str], qrels: dict[str, dict[str, int]], ids: list[str], *, mode: str,
-            depth: int) -> list[tuple[str, float, float, int]]:
+def collect(
+    kb: Any, queries: dict[str, str], qrels: dict[str, dict[str, int]], ids: list[str], *, mode: str, depth: int
+) -> list[tuple[str, float, float, int]]:
     """(query id, fused, cosine, label) for the top ``depth`` hits of each query."""
     from researchcrew.knowledge.evaluation import corpus_id_of
 
@@ -74,8 +75,13 @@ def reliability(rows: list[tuple[str, float, float, int]], beta: np.ndarray, *, 
     table = []
     for low, high in BANDS:
         labels = [label for hits in by_query.values() for relevance, label in hits if low <= relevance < high]
-        table.append({"band": f"{low:.1f}-{min(high, 1.0):.1f}", "hits": len(labels),
-                      "judged_relevant": round(sum(labels) / len(labels), 3) if labels else None})
+        table.append(
+            {
+                "band": f"{low:.1f}-{min(high, 1.0):.1f}",
+                "hits": len(labels),
+                "judged_relevant": round(sum(labels) / len(labels), 3) if labels else None,
+            }
+        )
     return table
 
 
@@ -98,16 +104,21 @@ def main() -> int:
     )
     with KnowledgeBase(settings) as kb:
         tune = collect(kb, data.queries, data.qrels, split.parts["tune"], mode="hybrid", depth=args.depth)
-        single = [row for mode in ("dense", "bm25")
-                  for row in collect(kb, data.queries, data.qrels, split.parts["tune"], mode=mode, depth=args.depth)]
+        single = [
+            row
+            for mode in ("dense", "bm25")
+            for row in collect(kb, data.queries, data.qrels, split.parts["tune"], mode=mode, depth=args.depth)
+        ]
         heldout = collect(kb, data.queries, data.qrels, split.parts["heldout"], mode="hybrid", depth=args.depth)
-    hybrid = fit_logistic(np.array([[fused, cosine] for _, fused, cosine, _ in tune]),
-                          np.array([label for *_, label in tune], dtype=float))
-    one_side = fit_logistic(np.array([[fused] for _, fused, _, _ in single]),
-                            np.array([label for *_, label in single], dtype=float))
+    hybrid = fit_logistic(
+        np.array([[fused, cosine] for _, fused, cosine, _ in tune]),
+        np.array([label for *_, label in tune], dtype=float),
+    )
+    one_side = fit_logistic(
+        np.array([[fused] for _, fused, _, _ in single]), np.array([label for *_, label in single], dtype=float)
+    )
     result = {
-        "fitted_on": {"part": "tune", "hits": len(tune), "relevant": sum(row[3] for row in tune),
-                      "depth": args.depth},
+        "fitted_on": {"part": "tune", "hits": len(tune), "relevant": sum(row[3] for row in tune), "depth": args.depth},
         "constants": {
             "CALIBRATION_FUSED": round(float(hybrid[0]), 3),
             "CALIBRATION_COSINE": round(float(hybrid[1]), 3),

@@ -38,8 +38,14 @@ class SleepingTool(Tool):
         self.name = f"{source_type}_sleep"  # type: ignore[misc]
         self.delay_s = delay_s
         self.chunks = [
-            ContextChunk(chunk_id=f"{source_type}-{i}", source_type=source_type, content=f"evidence {i} " * 40,
-                         semantic_relevance=0.5, title=f"title {i}", url=f"https://example.org/{source_type}/{i}")
+            ContextChunk(
+                chunk_id=f"{source_type}-{i}",
+                source_type=source_type,
+                content=f"evidence {i} " * 40,
+                semantic_relevance=0.5,
+                title=f"title {i}",
+                url=f"https://example.org/{source_type}/{i}",
+            )
             for i in range(count)
         ]
         self.last_elapsed_s = 0.0
@@ -91,8 +97,12 @@ async def overhead(runs: int) -> dict[str, Any]:
 
 
 async def hung(runs: int) -> dict[str, Any]:
-    tools = [SleepingTool("rag", 0.05), SleepingTool("web", 0.1), SleepingTool("arxiv", 0.2),
-             SleepingTool("memory", None)]
+    tools = [
+        SleepingTool("rag", 0.05),
+        SleepingTool("web", 0.1),
+        SleepingTool("arxiv", 0.2),
+        SleepingTool("memory", None),
+    ]
     agent = RetrieverAgent(tools)
     request = RetrieverInput(query_text="benchmark query", user_id="u", session_id="s", timeout_per_source=0.5)
     walls: list[float] = []

@@ -36,7 +36,7 @@ from typing import Any
 TARGET_S = 10.0
 QUESTION = "What is metamorphic testing?"
 
-PHASES_SCRIPT = r'''
+PHASES_SCRIPT = r"""
 import asyncio, json, os, sys, time
 marks = []
 def phase(name, started):
@@ -109,7 +109,7 @@ print("PHASES=" + json.dumps({
     "chromadb_imported": "chromadb" in sys.modules,
     "crewai_telemetry_disabled": Telemetry._is_telemetry_disabled(),
 }))
-'''
+"""
 
 
 def console_script() -> Path:
@@ -130,20 +130,23 @@ def environment(data_dir: Path) -> dict[str, str]:
     telemetry off by itself), offline as described in the module docstring."""
     dropped = ("RESEARCHCREW_", "CREWAI_", "FIRECRAWL_", "OTEL_SDK_DISABLED")
     env = {name: value for name, value in os.environ.items() if not name.startswith(dropped)}
-    env.update({
-        "RESEARCHCREW_DATA_DIR": str(data_dir),
-        "RESEARCHCREW_ARXIV__API_URL": f"http://127.0.0.1:{closed_port()}/api/query",
-        "RESEARCHCREW_ARXIV__MIN_INTERVAL_S": "0",
-        "RESEARCHCREW_ARXIV__NUM_RETRIES": "0",
-    })
+    env.update(
+        {
+            "RESEARCHCREW_DATA_DIR": str(data_dir),
+            "RESEARCHCREW_ARXIV__API_URL": f"http://127.0.0.1:{closed_port()}/api/query",
+            "RESEARCHCREW_ARXIV__MIN_INTERVAL_S": "0",
+            "RESEARCHCREW_ARXIV__NUM_RETRIES": "0",
+        }
+    )
     return env
 
 
 def ingest(data_dir: Path, env: dict[str, str]) -> dict[str, Any]:
     """The demo corpus, through the CLI when it has `ingest --demo`, else through the SDK."""
     started = time.perf_counter()
-    help_text = subprocess.run([str(console_script()), "ingest", "--help"], capture_output=True, text=True,
-                               env=env, timeout=60)
+    help_text = subprocess.run(
+        [str(console_script()), "ingest", "--help"], capture_output=True, text=True, env=env, timeout=60
+    )
     if help_text.returncode == 0 and "--demo" in help_text.stdout:
         command = [str(console_script()), "ingest", "--demo", "--json"]
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
@@ -151,9 +154,11 @@ def ingest(data_dir: Path, env: dict[str, str]) -> dict[str, Any]:
             raise SystemExit(f"`researchcrew ingest --demo` failed: {done.stderr.strip()[-2000:]}")
         how = "researchcrew ingest --demo"
     else:
-        code = ("from researchcrew.settings import Settings\nfrom researchcrew.knowledge.collection import "
-                "KnowledgeBase\nfrom researchcrew.data import demo_corpus_path\nwith KnowledgeBase(Settings()) as kb:\n"
-                "    report = kb.ingest([demo_corpus_path()], progress=False)\nassert report.documents_added > 0\n")
+        code = (
+            "from researchcrew.settings import Settings\nfrom researchcrew.knowledge.collection import "
+            "KnowledgeBase\nfrom researchcrew.data import demo_corpus_path\nwith KnowledgeBase(Settings()) as kb:\n"
+            "    report = kb.ingest([demo_corpus_path()], progress=False)\nassert report.documents_added > 0\n"
+        )
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=900)
         if done.returncode != 0:
             raise SystemExit(f"ingesting the demo corpus failed: {done.stderr.strip()[-2000:]}")
@@ -164,8 +169,9 @@ def ingest(data_dir: Path, env: dict[str, str]) -> dict[str, Any]:
 def time_ask(env: dict[str, str]) -> dict[str, Any]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([str(console_script()), "ask", QUESTION, "--json"], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [str(console_script()), "ask", QUESTION, "--json"], capture_output=True, text=True, env=env, timeout=300
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -175,14 +181,19 @@ def time_ask(env: dict[str, str]) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         raise SystemExit(f"stdout of `researchcrew ask --json` is not JSON ({error}): {done.stdout[:500]!r}") from error
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "answer_kind": answer["answer_kind"],
-            "citations": len(answer["citations"]),
-            "sources": {r["source_type"]: r["status"] for r in answer["source_reports"]}}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "answer_kind": answer["answer_kind"],
+        "citations": len(answer["citations"]),
+        "sources": {r["source_type"]: r["status"] for r in answer["source_reports"]},
+    }
 
 
 def phases(env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-c", PHASES_SCRIPT, QUESTION], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", PHASES_SCRIPT, QUESTION], capture_output=True, text=True, env=env, timeout=300
+    )
     if done.returncode != 0:
         raise SystemExit(f"phase probe failed: {done.stderr.strip()[-2000:]}")
     line = next(line for line in done.stdout.splitlines() if line.startswith("PHASES="))
@@ -223,21 +234,26 @@ def main() -> None:
         if args.data_dir is None:
             shutil.rmtree(data_dir, ignore_errors=True)
     walls = [run["wall_s"] for run in runs]
-    print(json.dumps({
-        "benchmark": "first_answer",
-        "command": f'researchcrew ask "{QUESTION}" --json',
-        "setup": setup,
-        "runs": runs,
-        "wall_median_s": round(statistics.median(walls), 2),
-        "wall_max_s": max(walls),
-        "cpu_median_s": round(statistics.median(run["cpu_s"] for run in runs), 2),
-        "target_s": TARGET_S,
-        "meets_target": statistics.median(walls) < TARGET_S,
-        "phases": probe,
-        "imports_top": imports,
-        "load_average_1m": round(os.getloadavg()[0], 2),
-        "cpus": os.cpu_count(),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "first_answer",
+                "command": f'researchcrew ask "{QUESTION}" --json',
+                "setup": setup,
+                "runs": runs,
+                "wall_median_s": round(statistics.median(walls), 2),
+                "wall_max_s": max(walls),
+                "cpu_median_s": round(statistics.median(run["cpu_s"] for run in runs), 2),
+                "target_s": TARGET_S,
+                "meets_target": statistics.median(walls) < TARGET_S,
+                "phases": probe,
+                "imports_top": imports,
+                "load_average_1m": round(os.getloadavg()[0], 2),
+                "cpus": os.cpu_count(),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

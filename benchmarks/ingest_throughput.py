@@ -229,8 +229,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="Embedder rounds (alternating backends; best kept).")
     parser.add_argument("--skip-embedders", action="store_true", help="Only the end-to-end run.")
     parser.add_argument("--skip-e2e", action="store_true", help="Only the embedder-alone comparison.")
-    parser.add_argument("--quality", action="store_true",
-                        help="Also dense-only nDCG@10 on the SciFact test queries, float vs int8 (a few minutes).")
+    parser.add_argument(
+        "--quality",
+        action="store_true",
+        help="Also dense-only nDCG@10 on the SciFact test queries, float vs int8 (a few minutes).",
+    )
     args = parser.parse_args()
     if not args.corpus.is_file():
         sys.exit(f"corpus not found: {args.corpus} (SciFact lives in ../shared/data/scifact)")

@@ -67,8 +67,11 @@ async def run(writes: int, outage_s: float, down: str, database_url: str) -> dic
     outage_started = time.monotonic()
     for i in range(writes):
         user = f"user{i % 50}"
-        query = Query(text=f"Question {i}: how does BM25 compare with dense retrieval on SciFact?", user_id=user,
-                      session_id=f"session{i % 2}")
+        query = Query(
+            text=f"Question {i}: how does BM25 compare with dense retrieval on SciFact?",
+            user_id=user,
+            session_id=f"session{i % 2}",
+        )
         response = FinalResponse(query=query, answer=f"Answer {i}: BM25 is a strong zero-shot baseline [1].")
         started = time.perf_counter()
         await worker.enqueue_turn(user_id=user, session_id=query.session_id, query=query, response=response)
@@ -123,7 +126,9 @@ async def run(writes: int, outage_s: float, down: str, database_url: str) -> dic
         "missing_turns": len(response_ids - delivered_responses),
         "zep_requests_total": len(server.requests),
         "target": {"seconds": TARGET_S, "duplicates": 0},
-        "meets_target": drained_s is not None and drained_s <= TARGET_S and not fake.duplicates()
+        "meets_target": drained_s is not None
+        and drained_s <= TARGET_S
+        and not fake.duplicates()
         and len(received) == 2 * writes,
         "load_average_1m": round(os.getloadavg()[0], 2),
     }

@@ -50,8 +50,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"p50": round(statistics.median(values), 3), "p95": round(percentile(values, 0.95), 3),
-            "max": round(max(values), 3)}
+    return {
+        "p50": round(statistics.median(values), 3),
+        "p95": round(percentile(values, 0.95), 3),
+        "max": round(max(values), 3),
+    }
 
 
 def answer(i: int) -> MemoryInput:
@@ -59,12 +62,18 @@ def answer(i: int) -> MemoryInput:
     user, session = f"user{i % 10}", f"session{i % 3}"
     query = Query(text=f"{question} (variant {i})", user_id=user, session_id=session)
     response = FinalResponse(
-        query=query, answer=text,
+        query=query,
+        answer=text,
         citations=[Citation(number=1, chunk_id=f"rag:{i}", source_type="rag", title="a source")],
         source_reports=[SourceReport(source_type="rag", tool_name="rag_search", status="success", chunk_count=1)],
     )
-    return MemoryInput(query=query, final_response=response, user_id=user, session_id=session,
-                       context={"request": {"response_format": "concise"}})
+    return MemoryInput(
+        query=query,
+        final_response=response,
+        user_id=user,
+        session_id=session,
+        context={"request": {"response_format": "concise"}},
+    )
 
 
 async def lag_probe(stop: asyncio.Event, lags: list[float]) -> None:

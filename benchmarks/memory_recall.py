@@ -53,25 +53,50 @@ from researchcrew.settings import EmbeddingSettings
 TARGET_P50_MS = 20.0
 USER = "bench-user"
 SUBJECTS = [
-    "claim verification", "protein structure prediction", "retrieval-augmented generation", "graph neural networks",
-    "diffusion models", "reinforcement learning from human feedback", "climate model downscaling",
-    "CRISPR off-target effects", "dense passage retrieval", "mixture-of-experts language models",
-    "federated learning privacy", "speech recognition for low-resource languages", "causal inference",
-    "vision transformers", "knowledge graph completion", "quantum error correction", "drug-target interaction",
-    "time-series anomaly detection", "neural machine translation", "contrastive self-supervised learning",
+    "claim verification",
+    "protein structure prediction",
+    "retrieval-augmented generation",
+    "graph neural networks",
+    "diffusion models",
+    "reinforcement learning from human feedback",
+    "climate model downscaling",
+    "CRISPR off-target effects",
+    "dense passage retrieval",
+    "mixture-of-experts language models",
+    "federated learning privacy",
+    "speech recognition for low-resource languages",
+    "causal inference",
+    "vision transformers",
+    "knowledge graph completion",
+    "quantum error correction",
+    "drug-target interaction",
+    "time-series anomaly detection",
+    "neural machine translation",
+    "contrastive self-supervised learning",
 ]
 FORMS = [
-    "What are the best datasets for {}?", "How is {} evaluated?", "What are recent advances in {}?",
-    "Which open-source tools support {}?", "What are the main limitations of {}?",
-    "Who introduced the key methods in {}?", "How does {} compare with classical baselines?",
-    "What benchmarks measure progress in {}?", "What are common failure modes of {}?",
+    "What are the best datasets for {}?",
+    "How is {} evaluated?",
+    "What are recent advances in {}?",
+    "Which open-source tools support {}?",
+    "What are the main limitations of {}?",
+    "Who introduced the key methods in {}?",
+    "How does {} compare with classical baselines?",
+    "What benchmarks measure progress in {}?",
+    "What are common failure modes of {}?",
     "How much compute does {} need?",
 ]
 QUERIES = [
-    "benchmarks for scientific claim checking", "how do AlphaFold-style models work",
-    "evaluation of retrieval augmented LLMs", "message passing networks on graphs",
-    "image generation with denoising diffusion", "RLHF reward model problems", "downscaling climate simulations",
-    "gene editing specificity", "bi-encoder retrieval for open-domain QA", "sparse expert routing",
+    "benchmarks for scientific claim checking",
+    "how do AlphaFold-style models work",
+    "evaluation of retrieval augmented LLMs",
+    "message passing networks on graphs",
+    "image generation with denoising diffusion",
+    "RLHF reward model problems",
+    "downscaling climate simulations",
+    "gene editing specificity",
+    "bi-encoder retrieval for open-domain QA",
+    "sparse expert routing",
 ]
 
 
@@ -117,13 +142,25 @@ async def insert_exchanges(store: MemoryStore, embedder: Embedder, count: int, b
             vector /= np.linalg.norm(vector)
             response_id = f"bench-{n:06d}"
             asked = t0 + timedelta(minutes=n)
-            exchanges.append({
-                "response_id": response_id, "user_id": USER, "session_id": f"s{n % 40}", "query_id": f"q{n}",
-                "asked_at": asked, "answered_at": asked + timedelta(seconds=4), "stored_at": asked,
-                "sources_used": ["rag", "arxiv"], "source_reports": [], "citations": [{"number": 1, "chunk_id": "x"}],
-                "context": None, "confidence": 0.7, "answer_kind": "generated",
-                "embedding": encode_vector(vector), "embedding_model": "all-MiniLM-L6-v2",
-            })
+            exchanges.append(
+                {
+                    "response_id": response_id,
+                    "user_id": USER,
+                    "session_id": f"s{n % 40}",
+                    "query_id": f"q{n}",
+                    "asked_at": asked,
+                    "answered_at": asked + timedelta(seconds=4),
+                    "stored_at": asked,
+                    "sources_used": ["rag", "arxiv"],
+                    "source_reports": [],
+                    "citations": [{"number": 1, "chunk_id": "x"}],
+                    "context": None,
+                    "confidence": 0.7,
+                    "answer_kind": "generated",
+                    "embedding": encode_vector(vector),
+                    "embedding_model": "all-MiniLM-L6-v2",
+                }
+            )
             messages.append((response_id, questions[topic], f"An answer about {questions[topic]} (#{n}).", asked))
         async with write_engine(store.engine).begin() as connection:
             # As add_exchange does: bump the user's version first (the recall cache checks it; see recall.py).
@@ -136,18 +173,30 @@ async def insert_exchanges(store: MemoryStore, embedder: Embedder, count: int, b
             )
             await connection.execute(ExchangeRow.__table__.insert(), exchanges)
             ids = dict(
-                (await connection.execute(
-                    ExchangeRow.__table__.select()
-                    .with_only_columns(ExchangeRow.response_id, ExchangeRow.id)
-                    .where(ExchangeRow.response_id.in_([e["response_id"] for e in exchanges]))
-                )).all()
+                (
+                    await connection.execute(
+                        ExchangeRow.__table__.select()
+                        .with_only_columns(ExchangeRow.response_id, ExchangeRow.id)
+                        .where(ExchangeRow.response_id.in_([e["response_id"] for e in exchanges]))
+                    )
+                ).all()
             )
-            await connection.execute(MessageRow.__table__.insert(), [
-                {"message_id": message_id(rid, role), "exchange_id": ids[rid], "user_id": USER,
-                 "session_id": f"s{int(rid[6:]) % 40}", "role": role, "content": content, "created_at": asked}
-                for rid, question, answer, asked in messages
-                for role, content in (("user", question), ("assistant", answer))
-            ])
+            await connection.execute(
+                MessageRow.__table__.insert(),
+                [
+                    {
+                        "message_id": message_id(rid, role),
+                        "exchange_id": ids[rid],
+                        "user_id": USER,
+                        "session_id": f"s{int(rid[6:]) % 40}",
+                        "role": role,
+                        "content": content,
+                        "created_at": asked,
+                    }
+                    for rid, question, answer, asked in messages
+                    for role, content in (("user", question), ("assistant", answer))
+                ],
+            )
     return time.perf_counter() - started
 
 
@@ -195,10 +244,12 @@ async def run(url: str, exchanges: int, queries: int, adds: int) -> dict[str, An
         add_ms, after_add_ms = [], []
         for n in range(adds):
             query = Query(text=f"What is new in {SUBJECTS[n % len(SUBJECTS)]}? ({n})", user_id=USER, session_id="s0")
-            response = FinalResponse(query=query, answer=f"Several things are new [1]. Run {n}. " * 5,
-                                     response_id=uuid.uuid4().hex)
-            add_ms.append((await timed(store.add_exchange(user_id=USER, session_id="s0", query=query,
-                                                          response=response)))[0])
+            response = FinalResponse(
+                query=query, answer=f"Several things are new [1]. Run {n}. " * 5, response_id=uuid.uuid4().hex
+            )
+            add_ms.append(
+                (await timed(store.add_exchange(user_id=USER, session_id="s0", query=query, response=response)))[0]
+            )
             after_add_ms.append((await timed(search_store.recall(user_id=USER, query_text=texts[n % len(texts)])))[0])
         await search_store.close()
     finally:

@@ -132,8 +132,9 @@ def main() -> int:
         if window == "chunk":
             return [indexed_text(chunk.title, chunk.heading, chunk.text) for chunk, _ in chunks]
         radius = int(window[-1])
-        return [keyword_text(chunk.title, chunk.heading, bodies, chunk.position, radius=radius)
-                for chunk, bodies in chunks]
+        return [
+            keyword_text(chunk.title, chunk.heading, bodies, chunk.position, radius=radius) for chunk, bodies in chunks
+        ]
 
     results: dict[str, Any] = {}
     for join_compounds in (False, True):
@@ -153,12 +154,17 @@ def main() -> int:
                 rrf = 1 / (61 + ranks_descending(d)) + 1 / (61 + ranks_descending(b))  # k = 60, ranks from 0
                 rrf_run[query_id] = document_run(chunk_docs, rrf)
             name = f"{'compounds' if join_compounds else 'plain'} / {window}"
-            results[name] = {"bm25": _brief(report(bm25_run, data.qrels, split)),
-                             "hybrid": _brief(report(fused_run, data.qrels, split))}
+            results[name] = {
+                "bm25": _brief(report(bm25_run, data.qrels, split)),
+                "hybrid": _brief(report(fused_run, data.qrels, split)),
+            }
             if join_compounds and window == "chunk±1":
                 results[name]["hybrid_rrf"] = _brief(report(rrf_run, data.qrels, split))
-    json.dump({"chunks": len(chunks), "seconds": round(time.perf_counter() - started, 1), "variants": results},
-              sys.stdout, indent=2)
+    json.dump(
+        {"chunks": len(chunks), "seconds": round(time.perf_counter() - started, 1), "variants": results},
+        sys.stdout,
+        indent=2,
+    )
     sys.stdout.write("\n")
     return 0
 

@@ -51,8 +51,15 @@ def load_evidence(count: int) -> list[ScoredChunk]:
             semantic_relevance=0.5 + 0.02 * (index % 10),
         )
         quality = 0.6 + 0.015 * (index % 20)
-        evidence.append(ScoredChunk(chunk=chunk, quality_score=quality, source_reputation=0.8, recency=0.5,
-                                    relevance=chunk.semantic_relevance))
+        evidence.append(
+            ScoredChunk(
+                chunk=chunk,
+                quality_score=quality,
+                source_reputation=0.8,
+                recency=0.5,
+                relevance=chunk.semantic_relevance,
+            )
+        )
     return evidence
 
 
@@ -69,14 +76,28 @@ def main() -> None:
 
     evidence = load_evidence(args.chunks)
     contradictions = [
-        ContradictionRecord(chunk_id_a="demo-0", chunk_id_b="demo-3", claim_a=evidence[0].chunk.content[:120],
-                            claim_b=evidence[3].chunk.content[:120], kind="numeric", subject="a quantity"),
-        ContradictionRecord(chunk_id_a="demo-5", chunk_id_b="demo-8", claim_a=evidence[5].chunk.content[:120],
-                            claim_b=evidence[8].chunk.content[:120], kind="polarity"),
+        ContradictionRecord(
+            chunk_id_a="demo-0",
+            chunk_id_b="demo-3",
+            claim_a=evidence[0].chunk.content[:120],
+            claim_b=evidence[3].chunk.content[:120],
+            kind="numeric",
+            subject="a quantity",
+        ),
+        ContradictionRecord(
+            chunk_id_a="demo-5",
+            chunk_id_b="demo-8",
+            claim_a=evidence[5].chunk.content[:120],
+            claim_b=evidence[8].chunk.content[:120],
+            kind="polarity",
+        ),
     ]
     synthesizer = ExtractiveSynthesizer()
-    results: dict[str, Any] = {"chunks": len(evidence), "runs": args.runs,
-                               "evidence_chars": sum(len(s.chunk.content) for s in evidence)}
+    results: dict[str, Any] = {
+        "chunks": len(evidence),
+        "runs": args.runs,
+        "evidence_chars": sum(len(s.chunk.content) for s in evidence),
+    }
     for response_format in ("concise", "detailed", "technical"):
         times, cpu_times, warm_times, validate_times, sentences = [], [], [], [], []
         for run in range(args.runs):
@@ -101,17 +122,23 @@ def main() -> None:
             validate_times.append((time.perf_counter() - started) * 1000)
             sentences.append(sum(len(s.claims) for s in output.final_response.sections))
         results[response_format] = {
-            "synthesis_ms": {"p50": round(statistics.median(times), 2), "p95": round(percentile(times, 0.95), 2),
-                             "max": round(max(times), 2)},
+            "synthesis_ms": {
+                "p50": round(statistics.median(times), 2),
+                "p95": round(percentile(times, 0.95), 2),
+                "max": round(max(times), 2),
+            },
             "synthesis_cpu_ms_p50": round(statistics.median(cpu_times), 2),
-            "warm_synthesis_ms": {"p50": round(statistics.median(warm_times), 2),
-                                  "p95": round(percentile(warm_times, 0.95), 2)},
+            "warm_synthesis_ms": {
+                "p50": round(statistics.median(warm_times), 2),
+                "p95": round(percentile(warm_times, 0.95), 2),
+            },
             "validate_citations_ms_p50": round(statistics.median(validate_times), 3),
             "claims_median": statistics.median(sentences),
         }
     results["target_synthesis_p50_ms"] = TARGET_P50_MS
-    results["meets_target"] = all(results[f]["synthesis_ms"]["p50"] <= TARGET_P50_MS
-                                  for f in ("concise", "detailed", "technical"))
+    results["meets_target"] = all(
+        results[f]["synthesis_ms"]["p50"] <= TARGET_P50_MS for f in ("concise", "detailed", "technical")
+    )
     results["load_average_1m"] = round(os.getloadavg()[0], 2)
     print(json.dumps(results, indent=2))
 

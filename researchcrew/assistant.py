@@ -59,7 +59,10 @@ class ResearchAssistant:
     ) -> None:
         self.settings = settings or Settings()
         self._options: dict[str, Any] = {
-            "tools": tools, "llm": llm, "knowledge_base": knowledge_base, "memory_store": memory_store,
+            "tools": tools,
+            "llm": llm,
+            "knowledge_base": knowledge_base,
+            "memory_store": memory_store,
             "remember": remember,
         }
         self._runtime: Runtime | None = None
@@ -92,8 +95,9 @@ class ResearchAssistant:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
     # A user's memory ----------------------------------------------------------------------------------------
@@ -114,8 +118,9 @@ class ResearchAssistant:
             raise ConfigurationError("this assistant has no memory store (it was built with remember=False)")
 
     # Asking ------------------------------------------------------------------------------------------------
-    def request(self, query: str, *, user_id: str = "default", session_id: str = "default",
-                **options: Any) -> ResearchRequest:
+    def request(
+        self, query: str, *, user_id: str = "default", session_id: str = "default", **options: Any
+    ) -> ResearchRequest:
         """The ``ResearchRequest`` that ``ask(query, ...)`` sends: the place where keyword arguments are checked."""
         try:
             return ResearchRequest.from_keywords(query, user_id=user_id, session_id=session_id, **options)
@@ -125,14 +130,16 @@ class ResearchAssistant:
         except ValueError as error:  # an unknown keyword
             raise ConfigurationError(str(error)) from error
 
-    async def ask(self, query: str, *, user_id: str = "default", session_id: str = "default",
-                  **options: Any) -> FinalResponse:
+    async def ask(
+        self, query: str, *, user_id: str = "default", session_id: str = "default", **options: Any
+    ) -> FinalResponse:
         """Research ``query`` and return the cited answer. See the module docstring for ``options``."""
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
         return await self.runtime.ask(request)
 
-    def ask_sync(self, query: str, *, user_id: str = "default", session_id: str = "default",
-                 **options: Any) -> FinalResponse:
+    def ask_sync(
+        self, query: str, *, user_id: str = "default", session_id: str = "default", **options: Any
+    ) -> FinalResponse:
         """``ask`` for synchronous code. All sync calls share one private event loop (the stores opened on it
         stay usable); inside async code use ``await ask(...)`` instead."""
         try:
@@ -152,8 +159,9 @@ class ResearchAssistant:
             self._runner.close()
             self._runner = None
 
-    async def stream(self, query: str, *, user_id: str = "default", session_id: str = "default",
-                     **options: Any) -> AsyncIterator[ProgressEvent | FinalResponse]:
+    async def stream(
+        self, query: str, *, user_id: str = "default", session_id: str = "default", **options: Any
+    ) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Yield progress events as the stages run, then the answer (always last)."""
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
         async for item in self.runtime.stream(request):

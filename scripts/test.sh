@@ -5,5 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export CREWAI_DISABLE_TELEMETRY=true OTEL_SDK_DISABLED=true HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 echo "== ruff" && .venv/bin/ruff check researchcrew tests benchmarks
+echo "== ruff format" && .venv/bin/ruff format --check researchcrew tests benchmarks
 echo "== mypy" && .venv/bin/mypy
 echo "== pytest" && .venv/bin/python -m pytest "$@"

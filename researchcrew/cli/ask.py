@@ -24,22 +24,57 @@ _KIND_LABEL = {
 
 @click.command()
 @click.argument("question")
-@click.option("--user", "user_id", default="local", show_default=True, envvar="RESEARCHCREW_USER",
-              help="Whose memory this question uses and adds to.")
-@click.option("--session", "session_id", default="cli", show_default=True, envvar="RESEARCHCREW_SESSION",
-              help="The conversation this question belongs to.")
-@click.option("--format", "response_format", type=click.Choice(["concise", "detailed", "technical"]),
-              default=None, help="Answer style (default: the user's learned preference, else detailed).")
-@click.option("--source", "preferred_sources", multiple=True, metavar="TYPE",
-              help="Put this source type first (rag, web, arxiv, memory); repeatable.")
-@click.option("--exclude", "exclude_sources", multiple=True, metavar="TYPE",
-              help="Do not search this source type; repeatable.")
-@click.option("--deadline", "deadline_s", type=click.FloatRange(min=0.5, max=600), default=None,
-              help="Seconds for the whole run (default 30).")
+@click.option(
+    "--user",
+    "user_id",
+    default="local",
+    show_default=True,
+    envvar="RESEARCHCREW_USER",
+    help="Whose memory this question uses and adds to.",
+)
+@click.option(
+    "--session",
+    "session_id",
+    default="cli",
+    show_default=True,
+    envvar="RESEARCHCREW_SESSION",
+    help="The conversation this question belongs to.",
+)
+@click.option(
+    "--format",
+    "response_format",
+    type=click.Choice(["concise", "detailed", "technical"]),
+    default=None,
+    help="Answer style (default: the user's learned preference, else detailed).",
+)
+@click.option(
+    "--source",
+    "preferred_sources",
+    multiple=True,
+    metavar="TYPE",
+    help="Put this source type first (rag, web, arxiv, memory); repeatable.",
+)
+@click.option(
+    "--exclude", "exclude_sources", multiple=True, metavar="TYPE", help="Do not search this source type; repeatable."
+)
+@click.option(
+    "--deadline",
+    "deadline_s",
+    type=click.FloatRange(min=0.5, max=600),
+    default=None,
+    help="Seconds for the whole run (default 30).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-def ask(question: str, user_id: str, session_id: str, response_format: str | None,
-        preferred_sources: tuple[str, ...], exclude_sources: tuple[str, ...], deadline_s: float | None,
-        as_json: bool) -> None:
+def ask(
+    question: str,
+    user_id: str,
+    session_id: str,
+    response_format: str | None,
+    preferred_sources: tuple[str, ...],
+    exclude_sources: tuple[str, ...],
+    deadline_s: float | None,
+    as_json: bool,
+) -> None:
     """Ask a research question and print a cited answer."""
     from pydantic import ValidationError
 
@@ -47,8 +82,11 @@ def ask(question: str, user_id: str, session_id: str, response_format: str | Non
 
     try:
         request = ResearchRequest(
-            question=question, user_id=user_id, session_id=session_id,
-            preferred_sources=list(preferred_sources) or None, exclude_sources=list(exclude_sources) or None,
+            question=question,
+            user_id=user_id,
+            session_id=session_id,
+            preferred_sources=list(preferred_sources) or None,
+            exclude_sources=list(exclude_sources) or None,
             deadline_s=deadline_s,
             response=ResponseOptions(**({"response_format": response_format} if response_format else {})),
         )
@@ -120,6 +158,8 @@ def render_answer(response: FinalResponse) -> str:
         lines += ["", "Notes:"] + [f"  - {note}" for note in notes]
     if response.citation_stats.removed or response.citation_stats.claims_removed:
         stats = response.citation_stats
-        lines.append(f"  - citation check removed {stats.removed} invalid citation(s) and {stats.claims_removed} "
-                     "unsupported claim(s)")
+        lines.append(
+            f"  - citation check removed {stats.removed} invalid citation(s) and {stats.claims_removed} "
+            "unsupported claim(s)"
+        )
     return "\n".join(lines).rstrip() + "\n"

@@ -31,7 +31,7 @@ def eval_group() -> None:
     "--split-file",
     type=_EXISTING_FILE,
     default=None,
-    help="JSON {\"parts\": {name: [query ids]}}: metrics for each part too (e.g. tune / heldout).",
+    help='JSON {"parts": {name: [query ids]}}: metrics for each part too (e.g. tune / heldout).',
 )
 @click.option(
     "--index",
@@ -106,9 +106,7 @@ def evaluate_beir(data: Any, split: Any, uri: str, collection: str, compare: boo
     }
 
 
-def _index_and_search(
-    kb: KnowledgeBase, data: Any, split: Any, uri: str, compare: bool, quiet: bool
-) -> dict[str, Any]:
+def _index_and_search(kb: KnowledgeBase, data: Any, split: Any, uri: str, compare: bool, quiet: bool) -> dict[str, Any]:
     """Index the corpus into ``kb`` (unchanged documents are skipped) and score every mode; blocking."""
     from tqdm import tqdm
 
@@ -120,8 +118,13 @@ def _index_and_search(
     with tqdm(total=len(documents), desc="indexing", unit="doc", disable=quiet) as bar:
         added = kb.add_documents(documents, progress=lambda done, _total: bar.update(done - bar.n))
     kb.flush()
-    index = {"uri": uri, "documents": len(documents), "chunks_added": added.chunks_added,
-             "documents_skipped": added.documents_skipped, "seconds": round(time.perf_counter() - started, 1)}
+    index = {
+        "uri": uri,
+        "documents": len(documents),
+        "chunks_added": added.chunks_added,
+        "documents_skipped": added.documents_skipped,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     for mode in ("hybrid", "bm25", "dense") if compare else ("hybrid",):
         with tqdm(total=len(data.queries), desc=f"searching ({mode})", unit="query", disable=quiet) as bar:
             run = run_knowledge_base(kb, data.queries, mode=mode, on_query=lambda: bar.update(1))
@@ -132,8 +135,10 @@ def _index_and_search(
 
 def _print_table(result: dict[str, Any]) -> None:
     index = result["index"]
-    click.echo(f"index: {index['documents']} documents, {index['chunks_added']} chunks added "
-               f"({index['documents_skipped']} already there) in {index['seconds']} s at {index['uri']}")
+    click.echo(
+        f"index: {index['documents']} documents, {index['chunks_added']} chunks added "
+        f"({index['documents_skipped']} already there) in {index['seconds']} s at {index['uri']}"
+    )
     names = {"hybrid": "pipeline (hybrid)", "bm25": "BM25 only", "dense": "dense only", "bm25s": "bm25s baseline"}
     click.echo(f"{'run':<20} {'queries':>8} {'part':<10} {'nDCG@10':>8} {'R@100':>8} {'MRR@10':>8}")
     for run_name, parts in result["results"].items():

@@ -24,18 +24,38 @@ _SHOWN_ERRORS = 10
 @click.command()
 @click.argument("paths", nargs=-1, type=str)
 @click.option("--demo", is_flag=True, help="Ingest the bundled demo corpus (105 arXiv abstracts, CC0).")
-@click.option("--field", "fields", multiple=True, metavar="NAME=SOURCE",
-              help="JSONL field mapping, e.g. --field id=_id --field text=body (names: id, title, text, date, url, "
-                   "authors; dotted sources reach into objects). Repeatable. Common layouts are detected.")
+@click.option(
+    "--field",
+    "fields",
+    multiple=True,
+    metavar="NAME=SOURCE",
+    help="JSONL field mapping, e.g. --field id=_id --field text=body (names: id, title, text, date, url, "
+    "authors; dotted sources reach into objects). Repeatable. Common layouts are detected.",
+)
 # 1024 is ingest.DEFAULT_BATCH_SIZE, written out so that `researchcrew --help` does not import the loaders.
-@click.option("--batch-size", type=click.IntRange(min=1, max=10_000), default=1024, show_default=True,
-              help="Documents handed to the knowledge base per batch.")
-@click.option("--keep-missing", is_flag=True,
-              help="Keep documents that disappeared from a file (default: remove them from the knowledge base).")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1, max=10_000),
+    default=1024,
+    show_default=True,
+    help="Documents handed to the knowledge base per batch.",
+)
+@click.option(
+    "--keep-missing",
+    is_flag=True,
+    help="Keep documents that disappeared from a file (default: remove them from the knowledge base).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-def ingest(paths: tuple[str, ...], demo: bool, fields: tuple[str, ...], batch_size: int, keep_missing: bool,
-           as_json: bool, no_progress: bool) -> None:
+def ingest(
+    paths: tuple[str, ...],
+    demo: bool,
+    fields: tuple[str, ...],
+    batch_size: int,
+    keep_missing: bool,
+    as_json: bool,
+    no_progress: bool,
+) -> None:
     """Load files, folders or globs into the knowledge base.
 
     Markdown, plain text, PDF, HTML (main text) and JSONL records. Unchanged documents are skipped without any
@@ -63,8 +83,12 @@ def ingest(paths: tuple[str, ...], demo: bool, fields: tuple[str, ...], batch_si
     async def load(runtime: Runtime) -> IngestReport:
         knowledge_base = await runtime.knowledge_base()
         report: IngestReport = await asyncio.to_thread(
-            knowledge_base.ingest, targets, field_map=field_map, batch_size=batch_size,
-            progress=not (no_progress or as_json), remove_missing=not keep_missing,
+            knowledge_base.ingest,
+            targets,
+            field_map=field_map,
+            batch_size=batch_size,
+            progress=not (no_progress or as_json),
+            remove_missing=not keep_missing,
         )
         return report
 

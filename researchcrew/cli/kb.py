@@ -37,11 +37,22 @@ def stats(as_json: bool) -> None:
 
 
 @kb.command()
-@click.option("--source", "source_keys", multiple=True, metavar="KEY",
-              help="A source key as stored (a file path, or path#record-id). Repeatable.")
+@click.option(
+    "--source",
+    "source_keys",
+    multiple=True,
+    metavar="KEY",
+    help="A source key as stored (a file path, or path#record-id). Repeatable.",
+)
 @click.option("--doc", "doc_ids", multiple=True, metavar="ID", help="A document id. Repeatable.")
-@click.option("--path", "paths", multiple=True, type=click.Path(path_type=Path), metavar="PATH",
-              help="Everything ingested from this file or folder (all records/pages of it). Repeatable.")
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Everything ingested from this file or folder (all records/pages of it). Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
 def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[Path, ...], as_json: bool) -> None:
     """Remove documents by source key, document id or path."""
@@ -85,8 +96,10 @@ def reindex(as_json: bool) -> None:
     elif report.chunks == 0:
         click.echo(f"Keyword search is up to date (analyzer {report.analyzer_after}); nothing to do.")
     else:
-        click.echo(f"Re-analysed {report.chunks} chunk(s) of {report.documents} document(s) for keyword search "
-                   f"({report.analyzer_before} -> {report.analyzer_after}) in {report.seconds:.1f} s.")
+        click.echo(
+            f"Re-analysed {report.chunks} chunk(s) of {report.documents} document(s) for keyword search "
+            f"({report.analyzer_before} -> {report.analyzer_after}) in {report.seconds:.1f} s."
+        )
 
 
 def keys_under(index: dict[str, str], path: Path) -> list[str]:
@@ -103,8 +116,11 @@ def render_stats(numbers: KnowledgeBaseStats) -> str:
     lines = [
         f"Knowledge base: {numbers.uri} (collection {numbers.collection})",
         f"Documents: {numbers.documents}   Chunks: {numbers.chunks}"
-        + (f"   Incomplete: {numbers.incomplete_documents} (re-run the ingest to finish)"
-           if numbers.incomplete_documents else ""),
+        + (
+            f"   Incomplete: {numbers.incomplete_documents} (re-run the ingest to finish)"
+            if numbers.incomplete_documents
+            else ""
+        ),
         f"Embedding model: {numbers.embedding_model}" + (f" ({numbers.dimension} dims)" if numbers.dimension else ""),
     ]
     if numbers.sources:

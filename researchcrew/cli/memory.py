@@ -31,8 +31,12 @@ def memory() -> None:
 
 @memory.command()
 @_USER_OPTION
-@click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None,
-              help="Write the JSON to this file instead of printing it.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write the JSON to this file instead of printing it.",
+)
 def export(user_id: str, out: Path | None) -> None:
     """Print (or write) everything stored about a user as JSON."""
     data: dict[str, Any] = with_runtime(lambda runtime: runtime.export_user(user_id), hint=_STORE_HINT)

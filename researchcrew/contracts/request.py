@@ -55,7 +55,7 @@ class ResearchRequest(Contract):
     exclude_sources: list[SourceType] | None = Field(default=None, description="Source types not to search.")
     tool_options: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
-        description="Options for one source's tool, by source type, e.g. {\"web\": {\"domains\": [\"arxiv.org\"]}}.",
+        description='Options for one source\'s tool, by source type, e.g. {"web": {"domains": ["arxiv.org"]}}.',
     )
     deadline_s: float | None = Field(
         default=None, gt=0, le=MAX_DEADLINE_S, description="Seconds for the whole run (default: the settings')."

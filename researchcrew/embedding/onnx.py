@@ -160,6 +160,4 @@ def load_onnx_embedder(
         raise ModelUnavailableError(f"the ONNX backend needs onnxruntime and tokenizers: {error}") from error
     layout = inspect_model(Path(model_path))
     onnx_file = export_model(layout, cache_dir, quantize=quantize)
-    return OnnxEmbedder(
-        layout, onnx_file, model_name=model_name, batch_size=batch_size, max_seq_length=max_seq_length
-    )
+    return OnnxEmbedder(layout, onnx_file, model_name=model_name, batch_size=batch_size, max_seq_length=max_seq_length)

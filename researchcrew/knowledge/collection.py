@@ -286,8 +286,13 @@ class KnowledgeBase:
             self.store.accept_stale_analyzer = False
         report.seconds = time.perf_counter() - started
         if report.chunks:
-            logger.info("re-analysed %d chunks of %d documents for BM25 (%s -> %s)", report.chunks,
-                        report.documents, report.analyzer_before, report.analyzer_after)
+            logger.info(
+                "re-analysed %d chunks of %d documents for BM25 (%s -> %s)",
+                report.chunks,
+                report.documents,
+                report.analyzer_before,
+                report.analyzer_after,
+            )
         return report
 
     def _rewrite_keywords(self, source_keys: Sequence[str]) -> tuple[int, int]:
@@ -427,8 +432,20 @@ class _Pending:
 _STATE_FIELDS = [schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_COUNT, schema.INGESTED_AT]
 # Every field a row is written with (the sparse BM25 vector is Milvus' to compute): what a rewrite reads back.
 _STORED_FIELDS = [
-    schema.CHUNK_ID, schema.DOC_ID, schema.SOURCE_KEY, schema.SOURCE, schema.TITLE, schema.URL, schema.HEADING,
-    schema.TEXT, schema.DATE, schema.POSITION, schema.CHUNK_COUNT, schema.INGESTED_AT, schema.METADATA, schema.DENSE,
+    schema.CHUNK_ID,
+    schema.DOC_ID,
+    schema.SOURCE_KEY,
+    schema.SOURCE,
+    schema.TITLE,
+    schema.URL,
+    schema.HEADING,
+    schema.TEXT,
+    schema.DATE,
+    schema.POSITION,
+    schema.CHUNK_COUNT,
+    schema.INGESTED_AT,
+    schema.METADATA,
+    schema.DENSE,
 ]
 
 

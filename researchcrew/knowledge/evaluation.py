@@ -107,8 +107,9 @@ def load_beir(corpus: Path, queries: Path, qrels: Path) -> BeirData:
             texts[query_id] = text
     missing = sorted(set(judged) - set(texts))
     if missing:
-        logger.warning("%d judged queries have no text in %s (e.g. %s); they are left out", len(missing), queries,
-                       missing[:3])
+        logger.warning(
+            "%d judged queries have no text in %s (e.g. %s); they are left out", len(missing), queries, missing[:3]
+        )
     return BeirData(corpus, texts, {q: judged[q] for q in texts})
 
 

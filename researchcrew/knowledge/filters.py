@@ -89,8 +89,11 @@ class SearchFilters(Contract):
                 for y in self.years
             ]
             clauses.append("(" + " or ".join(spans) + ")")
-        for field, values in ((schema.SOURCE_KEY, self.source_keys), (schema.SOURCE, self.sources),
-                              (schema.DOC_ID, self.doc_ids)):
+        for field, values in (
+            (schema.SOURCE_KEY, self.source_keys),
+            (schema.SOURCE, self.sources),
+            (schema.DOC_ID, self.doc_ids),
+        ):
             if values:
                 clauses.append(f"{field} in [{', '.join(schema.quote(v) for v in values)}]")
         for key, value in sorted(self.metadata.items()):
@@ -170,8 +173,9 @@ def parse_date_hint(query: str, *, today: date | None = None) -> DateHint | None
         count = int(raw) if raw.isdigit() else _NUMBER_WORDS[raw]
         return DateHint(date_from=_years_before(today, count), date_to=today, phrase=match.group(0))
     if match := _LAST_YEAR.search(text):
-        return DateHint(date_from=date(today.year - 1, 1, 1), date_to=date(today.year - 1, 12, 31),
-                        phrase=match.group(0))
+        return DateHint(
+            date_from=date(today.year - 1, 1, 1), date_to=date(today.year - 1, 12, 31), phrase=match.group(0)
+        )
     if match := _THIS_YEAR.search(text):
         return DateHint(date_from=date(today.year, 1, 1), date_to=today, phrase=match.group(0))
     if match := _RECENT.search(text):

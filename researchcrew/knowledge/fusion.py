@@ -107,7 +107,8 @@ class Scale:
         hits or 300 (a deeper pool would otherwise lower the minimum and shift every normalised score).
         """
         items = [
-            c for c in candidates
+            c
+            for c in candidates
             if depth is None
             or (c.dense_rank is not None and c.dense_rank < depth)
             or (c.bm25_rank is not None and c.bm25_rank < depth)

@@ -76,8 +76,12 @@ def is_lite(uri: str) -> bool:
 
 def description(model: str, dimension: int) -> str:
     return json.dumps(
-        {"researchcrew_schema": SCHEMA_VERSION, "embedding_model": model, "dimension": dimension,
-         "analyzer": ANALYZER_VERSION},
+        {
+            "researchcrew_schema": SCHEMA_VERSION,
+            "embedding_model": model,
+            "dimension": dimension,
+            "analyzer": ANALYZER_VERSION,
+        },
         sort_keys=True,
     )
 

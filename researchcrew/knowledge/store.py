@@ -61,6 +61,7 @@ def _skip_per_character_string_check() -> None:
     if getattr(entity_helper, "CHECK_STR_ARRAY", None) is True:
         entity_helper.CHECK_STR_ARRAY = False
 
+
 _PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
 _UNAVAILABLE_HINTS = ("unavailable", "connect", "deadline", "timed out", "timeout", "refused", "closed channel")
 

@@ -301,9 +301,7 @@ async def record_relationships(
     return added
 
 
-async def relationships(
-    session: AsyncSession, *, user_id: str, entity_name: str | None
-) -> list[RelationshipRecord]:
+async def relationships(session: AsyncSession, *, user_id: str, entity_name: str | None) -> list[RelationshipRecord]:
     source, target = aliased(EntityRow), aliased(EntityRow)
     stmt = (
         select(RelationshipRow, source.name, target.name)

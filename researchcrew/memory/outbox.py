@@ -55,25 +55,21 @@ MAX_CITATIONS_IN_METADATA = 20
 class OutboxStore(Protocol):
     """The part of ``MemoryStore`` the outbox uses."""
 
-    async def enqueue_outbox(self, *, user_id: str, kind: str, payload: dict[str, Any], idempotency_key: str) -> bool:
-        ...
+    async def enqueue_outbox(
+        self, *, user_id: str, kind: str, payload: dict[str, Any], idempotency_key: str
+    ) -> bool: ...
 
     async def claim_due_outbox(
         self, *, limit: int = 100, now: datetime | None = None, lease_s: float = 30.0
-    ) -> list[OutboxItem]:
-        ...
+    ) -> list[OutboxItem]: ...
 
-    async def mark_delivered_many(self, item_ids: Sequence[int]) -> int:
-        ...
+    async def mark_delivered_many(self, item_ids: Sequence[int]) -> int: ...
 
-    async def mark_failed(self, item_id: int, *, error: str, next_attempt_at: datetime) -> None:
-        ...
+    async def mark_failed(self, item_id: int, *, error: str, next_attempt_at: datetime) -> None: ...
 
-    async def mark_dead(self, item_id: int, *, error: str) -> bool:
-        ...
+    async def mark_dead(self, item_id: int, *, error: str) -> bool: ...
 
-    async def outbox_counts(self, *, now: datetime | None = None) -> dict[str, int]:
-        ...
+    async def outbox_counts(self, *, now: datetime | None = None) -> dict[str, int]: ...
 
 
 # ---- what is written --------------------------------------------------------------------------------------------
@@ -81,37 +77,64 @@ class OutboxStore(Protocol):
 
 def turn_write(*, user_id: str, session_id: str, query: Query, response: FinalResponse) -> OutboxWrite | None:
     """The outbox write mirroring one exchange into the user's Zep session (None when there is nothing to say)."""
-    common = {RESPONSE_ID_KEY: response.response_id, USER_ID_KEY: user_id, SESSION_ID_KEY: session_id,
-              "query_id": query.query_id}
+    common = {
+        RESPONSE_ID_KEY: response.response_id,
+        USER_ID_KEY: user_id,
+        SESSION_ID_KEY: session_id,
+        "query_id": query.query_id,
+    }
     messages = []
     if query.text.strip():
-        messages.append(ZepMessage(uuid=message_id(response.response_id, "user"), role="user", role_type="user",
-                                   content=query.text, metadata={**common, "asked_at": query.asked_at.isoformat()}))
+        messages.append(
+            ZepMessage(
+                uuid=message_id(response.response_id, "user"),
+                role="user",
+                role_type="user",
+                content=query.text,
+                metadata={**common, "asked_at": query.asked_at.isoformat()},
+            )
+        )
     if response.answer.strip():
         citations = [
             {"number": c.number, "source_type": c.source_type, "title": c.title, "url": c.url, "source_id": c.source_id}
             for c in response.citations[:MAX_CITATIONS_IN_METADATA]
         ]
         sources = sorted({r.source_type for r in response.source_reports if r.chunk_count})
-        messages.append(ZepMessage(
-            uuid=message_id(response.response_id, "assistant"), role="assistant", role_type="assistant",
-            content=response.answer,
-            metadata={**common, "question": query.text[:1_000], "asked_at": query.asked_at.isoformat(),
-                      "answered_at": response.created_at.isoformat(), "citations": citations, "sources_used": sources,
-                      "confidence": response.confidence, "answer_kind": response.answer_kind},
-        ))
+        messages.append(
+            ZepMessage(
+                uuid=message_id(response.response_id, "assistant"),
+                role="assistant",
+                role_type="assistant",
+                content=response.answer,
+                metadata={
+                    **common,
+                    "question": query.text[:1_000],
+                    "asked_at": query.asked_at.isoformat(),
+                    "answered_at": response.created_at.isoformat(),
+                    "citations": citations,
+                    "sources_used": sources,
+                    "confidence": response.confidence,
+                    "answer_kind": response.answer_kind,
+                },
+            )
+        )
     if not messages:
         return None
-    payload = {"user_id": user_id, "session_id": session_id, "response_id": response.response_id,
-               "messages": [m.model_dump(mode="json") for m in messages]}
+    payload = {
+        "user_id": user_id,
+        "session_id": session_id,
+        "response_id": response.response_id,
+        "messages": [m.model_dump(mode="json") for m in messages],
+    }
     return OutboxWrite(kind=ZEP_ADD_TURN, payload=payload, idempotency_key=f"{ZEP_ADD_TURN}:{response.response_id}")
 
 
 def forget_write(user_id: str) -> OutboxWrite:
     """Delete the user in Zep too; pass it to ``MemoryStore.forget_user(then_enqueue=[...])``."""
     stamp = datetime.now(UTC).isoformat()
-    return OutboxWrite(kind=ZEP_DELETE_USER, payload={"user_id": user_id},
-                       idempotency_key=f"{ZEP_DELETE_USER}:{user_id}:{stamp}")
+    return OutboxWrite(
+        kind=ZEP_DELETE_USER, payload={"user_id": user_id}, idempotency_key=f"{ZEP_DELETE_USER}:{user_id}:{stamp}"
+    )
 
 
 # ---- retry policy and circuit -----------------------------------------------------------------------------------
@@ -196,8 +219,9 @@ class OutboxWorker:
     # ---- enqueue ---------------------------------------------------------------------------------------------
     async def enqueue(self, user_id: str, write: OutboxWrite) -> bool:
         """Persist the write (a local insert) and wake the worker. False when the key was already enqueued."""
-        added = await self.store.enqueue_outbox(user_id=user_id, kind=write.kind, payload=write.payload,
-                                                idempotency_key=write.idempotency_key)
+        added = await self.store.enqueue_outbox(
+            user_id=user_id, kind=write.kind, payload=write.payload, idempotency_key=write.idempotency_key
+        )
         self._wake.set()
         return added
 
@@ -253,8 +277,11 @@ class OutboxWorker:
         events = [self._stop] if circuit_wait > 0 else [self._stop, self._wake]
         waiters = [asyncio.ensure_future(e.wait()) for e in events]
         try:
-            await asyncio.wait(waiters, timeout=min(circuit_wait or self.poll_interval_s, self.poll_interval_s),
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                waiters,
+                timeout=min(circuit_wait or self.poll_interval_s, self.poll_interval_s),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         finally:
             for waiter in waiters:
                 waiter.cancel()
@@ -277,8 +304,10 @@ class OutboxWorker:
             await asyncio.sleep(min(remaining, max(self._circuit.wait_s(), 0.05), self.poll_interval_s))
         counts = await self.store.outbox_counts()
         return DrainReport(
-            delivered=self.delivered - before[0], dead=self.dead - before[1],
-            rescheduled=self.rescheduled - before[2], pending=counts["pending"],
+            delivered=self.delivered - before[0],
+            dead=self.dead - before[1],
+            rescheduled=self.rescheduled - before[2],
+            pending=counts["pending"],
             seconds=time.monotonic() - started,
         )
 
@@ -296,8 +325,9 @@ class OutboxWorker:
         for item in items:  # one session's turns go in order; sessions go concurrently
             groups.setdefault(str(item.payload.get("session_id") or item.user_id), []).append(item)
         delivered: list[OutboxItem] = []
-        outcomes = await asyncio.gather(*(self._deliver_group(g, delivered) for g in groups.values()),
-                                        return_exceptions=True)
+        outcomes = await asyncio.gather(
+            *(self._deliver_group(g, delivered) for g in groups.values()), return_exceptions=True
+        )
         if delivered:
             # One transaction for the whole cycle. If it fails, the rows stay leased and are redelivered after the
             # lease: Zep dedups by message id, so that costs calls, not duplicates.
@@ -343,22 +373,29 @@ class OutboxWorker:
         payload = item.payload
         if item.kind == ZEP_ADD_TURN:
             messages = [ZepMessage.model_validate(m) for m in payload["messages"]]
-            return await self.zep.deliver_turn(user_id=payload["user_id"], session_id=payload["session_id"],
-                                               messages=messages, retry=item.attempts > 1)
+            return await self.zep.deliver_turn(
+                user_id=payload["user_id"], session_id=payload["session_id"], messages=messages, retry=item.attempts > 1
+            )
         if item.kind == ZEP_DELETE_USER:
             return await self.zep.delete_user(payload["user_id"])
         raise KeyError(f"unknown outbox kind {item.kind!r}")
 
     async def _reschedule(self, item: OutboxItem, error: ZepError, *, at: float) -> None:
-        logger.info("outbox: %s not delivered (%s: %s); retry in %.1f s", item.idempotency_key, error.kind,
-                    error.message, at)
-        await self.store.mark_failed(item.id, error=f"{error.kind}: {error.message}",
-                                     next_attempt_at=datetime.now(UTC) + timedelta(seconds=at))
+        logger.info(
+            "outbox: %s not delivered (%s: %s); retry in %.1f s", item.idempotency_key, error.kind, error.message, at
+        )
+        await self.store.mark_failed(
+            item.id, error=f"{error.kind}: {error.message}", next_attempt_at=datetime.now(UTC) + timedelta(seconds=at)
+        )
         self.rescheduled += 1
 
     async def _bury(self, item: OutboxItem, reason: str) -> None:
-        logger.error("outbox: %s refused for good after %d attempt(s); marked dead: %s", item.idempotency_key,
-                     item.attempts, reason)
+        logger.error(
+            "outbox: %s refused for good after %d attempt(s); marked dead: %s",
+            item.idempotency_key,
+            item.attempts,
+            reason,
+        )
         if await self.store.mark_dead(item.id, error=reason):
             self.dead += 1
 

@@ -455,9 +455,7 @@ class MemoryStore:
     async def save_preferences(self, *, user_id: str, preferences: StoredPreferences) -> bool:
         """Store them; True when they differ from what was stored (``updated_at`` is ignored and set now)."""
         async with self._writing() as session:
-            return await graph_store.save_preferences(
-                session, user_id=user_id, preferences=preferences, now=_utcnow()
-            )
+            return await graph_store.save_preferences(session, user_id=user_id, preferences=preferences, now=_utcnow())
 
     @_guarded("update_preferences")
     async def update_preferences(

@@ -140,8 +140,9 @@ class ZepMemory:
             raise ZepError("unreachable", f"Zep {what}: {type(error).__name__}: {error}") from error
         except ApiError as error:  # NotFoundError, BadRequestError, ConflictError, InternalServerError, others
             status = error.status_code if error.status_code and 100 <= error.status_code <= 599 else None
-            raise ZepError("http_error", f"Zep {what}: HTTP {status}: {_api_message(error.body)}",
-                           status_code=status) from error
+            raise ZepError(
+                "http_error", f"Zep {what}: HTTP {status}: {_api_message(error.body)}", status_code=status
+            ) from error
         except (json.JSONDecodeError, pydantic_v1.ValidationError) as error:
             raise ZepError("bad_response", f"Zep {what}: unreadable response: {error}"[:500]) from error
 
@@ -150,8 +151,9 @@ class ZepMemory:
         if user_id in self._users:
             return
         try:
-            await self._call("user.add", lambda: self._client.user.add(user_id=user_id,
-                                                                        metadata={"created_by": "researchcrew"}))
+            await self._call(
+                "user.add", lambda: self._client.user.add(user_id=user_id, metadata={"created_by": "researchcrew"})
+            )
         except ZepError as error:
             if error.status_code not in (400, 409):
                 raise
@@ -168,8 +170,10 @@ class ZepMemory:
             await self.ensure_user(user_id)
             metadata = {"created_by": "researchcrew", USER_ID_KEY: user_id, SESSION_ID_KEY: session_id}
             try:
-                await self._call("memory.add_session", lambda: self._client.memory.add_session(
-                    session_id=zid, user_id=user_id, metadata=metadata))
+                await self._call(
+                    "memory.add_session",
+                    lambda: self._client.memory.add_session(session_id=zid, user_id=user_id, metadata=metadata),
+                )
                 owner = user_id
             except ZepError as error:
                 if error.status_code not in (400, 409):
@@ -221,8 +225,10 @@ class ZepMemory:
     async def _add(self, session_id: str, messages: Sequence[ZepMessage]) -> bool:
         """Post the messages; False when Zep already has them (it refuses known uuids: all or nothing)."""
         try:
-            await self._call("memory.add", lambda: self._client.memory.add(
-                _quoted(session_id), messages=[_sdk_message(m) for m in messages]))
+            await self._call(
+                "memory.add",
+                lambda: self._client.memory.add(_quoted(session_id), messages=[_sdk_message(m) for m in messages]),
+            )
         except ZepError as error:
             if error.status_code == 400 and "already exists" in error.message:
                 return False  # an earlier attempt got through
@@ -238,8 +244,10 @@ class ZepMemory:
             return True
         first = messages[0]
         try:
-            await self._call("memory.get_session_message", lambda: self._client.memory.get_session_message(
-                _quoted(session_id), first.uuid))
+            await self._call(
+                "memory.get_session_message",
+                lambda: self._client.memory.get_session_message(_quoted(session_id), first.uuid),
+            )
             return True
         except ZepError as error:
             if error.status_code != 404:
@@ -259,8 +267,10 @@ class ZepMemory:
         return False
 
     async def _messages_page(self, session_id: str, *, limit: int, cursor: int | None) -> MessageListResponse:
-        return await self._call("memory.get_session_messages", lambda: self._client.memory.get_session_messages(
-            _quoted(session_id), limit=limit, cursor=cursor))
+        return await self._call(
+            "memory.get_session_messages",
+            lambda: self._client.memory.get_session_messages(_quoted(session_id), limit=limit, cursor=cursor),
+        )
 
     # Recall (the MemoryRecall protocol) ------------------------------------------------------------------------
     async def recall(
@@ -276,8 +286,13 @@ class ZepMemory:
         the facts of the session's memory when a session is given. Never another user's: see zep_recall.py."""
         if limit <= 0 or not query_text.strip():
             return []
-        options: dict[str, Any] = {"text": query_text, "user_id": user_id, "search_scope": self.search_scope,
-                                   "search_type": "similarity", "limit": max(limit * 2, 5)}
+        options: dict[str, Any] = {
+            "text": query_text,
+            "user_id": user_id,
+            "search_scope": self.search_scope,
+            "search_type": "similarity",
+            "limit": max(limit * 2, 5),
+        }
         zid = zep_session_id(user_id, session_id) if session_id is not None else None
         if zid is not None:
             options["session_ids"] = [zid]
@@ -294,17 +309,24 @@ class ZepMemory:
         owned = await self._owned_sessions(user_id, foreign)  # only for messages researchcrew did not write
         facts = [r for r in results if r.message is None and r.fact is not None]
         found = message_hits(messages, user_id=user_id, zep_session=zid, owned_sessions=owned)
-        found += fact_hits([r.fact for r in facts], user_id=user_id, session_id=session_id, query_text=query_text,
-                           scores=[r.score for r in facts])
+        found += fact_hits(
+            [r.fact for r in facts],
+            user_id=user_id,
+            session_id=session_id,
+            query_text=query_text,
+            scores=[r.score for r in facts],
+        )
         if memory is not None:
-            found += fact_hits(memory.relevant_facts or [], user_id=user_id, session_id=session_id,
-                               query_text=query_text)
+            found += fact_hits(
+                memory.relevant_facts or [], user_id=user_id, session_id=session_id, query_text=query_text
+            )
         return ranked(found, limit=limit, min_relevance=min_relevance)
 
     async def _session_memory(self, session_id: str, limit: int) -> Memory | None:
         try:
-            return await self._call("memory.get", lambda: self._client.memory.get(_quoted(session_id),
-                                                                                   lastn=max(limit * 2, 6)))
+            return await self._call(
+                "memory.get", lambda: self._client.memory.get(_quoted(session_id), lastn=max(limit * 2, 6))
+            )
         except ZepError as error:
             if error.status_code == 404:  # a session without messages has no memory yet
                 return None
@@ -346,16 +368,21 @@ def _metadata(message: Message | None) -> dict[str, Any]:
 
 def _sdk_message(message: ZepMessage) -> Message:
     metadata = {**message.metadata, MESSAGE_ID_KEY: message.uuid}
-    return Message(uuid=message.uuid, role=message.role, role_type=message.role_type, content=message.content,
-                   metadata=metadata)
+    return Message(
+        uuid=message.uuid, role=message.role, role_type=message.role_type, content=message.content, metadata=metadata
+    )
 
 
 def _truncated(message: ZepMessage, limit: int) -> ZepMessage:
     if len(message.content) <= limit:
         return message
     keep = max(1, limit - len(_TRUNCATION_MARK))
-    return message.model_copy(update={"content": message.content[:keep] + _TRUNCATION_MARK,
-                                      "metadata": {**message.metadata, "truncated": True}})
+    return message.model_copy(
+        update={
+            "content": message.content[:keep] + _TRUNCATION_MARK,
+            "metadata": {**message.metadata, "truncated": True},
+        }
+    )
 
 
 __all__ = ["MESSAGE_ID_KEY", "ZepError", "ZepMemory", "ZepMessage", "zep_session_id"]

@@ -73,8 +73,11 @@ def message_hits(
             continue
         is_question = message.role_type == "user"
         record = merged.get(response_id) or RecalledExchange(
-            response_id=response_id, user_id=user_id, session_id=str(metadata.get(SESSION_ID_KEY) or found_session),
-            relevance=relevance, origin="zep",
+            response_id=response_id,
+            user_id=user_id,
+            session_id=str(metadata.get(SESSION_ID_KEY) or found_session),
+            relevance=relevance,
+            origin="zep",
         )
         update: dict[str, Any] = {"relevance": max(record.relevance, relevance)}
         if is_question:

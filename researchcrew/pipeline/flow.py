@@ -96,8 +96,9 @@ class ResearchFlow(Flow[ResearchState]):
     def remaining_s(self) -> float:
         return self.research.deadline_s - (time.monotonic() - self.research.started_at)
 
-    def _emit(self, stage: Stage, status: Literal["started", "finished"], started: float | None = None,
-              **detail: Any) -> None:
+    def _emit(
+        self, stage: Stage, status: Literal["started", "finished"], started: float | None = None, **detail: Any
+    ) -> None:
         now = time.monotonic()
         event = ProgressEvent(
             run_id=self.state.id,
@@ -160,9 +161,13 @@ class ResearchFlow(Flow[ResearchState]):
             if known is None or chunk.semantic_relevance > known.semantic_relevance:
                 self.state.evidence[chunk.chunk_id] = chunk
         self._emit(
-            "retrieve", "finished", started,
-            retrieval_status=output.retrieval_status, chunks=len(output.aggregated_context.chunks),
-            sources_used=output.sources_used, sources_failed=output.sources_failed,
+            "retrieve",
+            "finished",
+            started,
+            retrieval_status=output.retrieval_status,
+            chunks=len(output.aggregated_context.chunks),
+            sources_used=output.sources_used,
+            sources_failed=output.sources_failed,
         )
 
     @listen(retrieve)
@@ -191,9 +196,12 @@ class ResearchFlow(Flow[ResearchState]):
             )
         self.state.evaluation = evaluation
         self._emit(
-            "evaluate", "finished", started,
+            "evaluate",
+            "finished",
+            started,
             kept=evaluation.quality_stats.filtered_chunk_count,
-            removed=len(evaluation.removal_rationale), contradictions=len(evaluation.contradictions_found),
+            removed=len(evaluation.removal_rationale),
+            contradictions=len(evaluation.contradictions_found),
         )
 
     @router(evaluate)
@@ -217,8 +225,15 @@ class ResearchFlow(Flow[ResearchState]):
             decision = "sufficient"
         else:
             decision = "uncertain"
-        self._emit("confidence", "finished", started, level=level, mean_relevance=round(mean, 4),
-                   attempts=attempts, decision=decision)
+        self._emit(
+            "confidence",
+            "finished",
+            started,
+            level=level,
+            mean_relevance=round(mean, 4),
+            attempts=attempts,
+            decision=decision,
+        )
         return decision
 
     @router("low_confidence")
@@ -246,8 +261,9 @@ class ResearchFlow(Flow[ResearchState]):
             user_preferences=self.state.preferences,
             contradictions=evaluation.contradictions_found,
             max_response_length=self.state.preferences.max_response_length,
-            min_response_length=min(self.state.preferences.min_response_length,
-                                    self.state.preferences.max_response_length),
+            min_response_length=min(
+                self.state.preferences.min_response_length, self.state.preferences.max_response_length
+            ),
             include_sections=self.state.preferences.include_sections,
             response_format=self.state.preferences.response_format,
         )
@@ -259,8 +275,14 @@ class ResearchFlow(Flow[ResearchState]):
                 "evidence gathered so far."
             )
         self.state.response = response
-        self._emit("synthesize", "finished", started, answer_kind=response.answer_kind,
-                   method=response.generation_method, timed_out=timed_out)
+        self._emit(
+            "synthesize",
+            "finished",
+            started,
+            answer_kind=response.answer_kind,
+            method=response.generation_method,
+            timed_out=timed_out,
+        )
 
     @listen(synthesize)
     async def check_citations(self) -> None:
@@ -270,8 +292,14 @@ class ResearchFlow(Flow[ResearchState]):
         given = [scored.chunk for scored in evaluation.filtered_context.chunks]
         self.state.response = self._stages.validate_citations(_require(self.state.response, "a draft"), given)
         stats = self.state.response.citation_stats
-        self._emit("validate", "finished", started, valid=stats.valid, removed=stats.removed,
-                   claims_removed=stats.claims_removed)
+        self._emit(
+            "validate",
+            "finished",
+            started,
+            valid=stats.valid,
+            removed=stats.removed,
+            claims_removed=stats.claims_removed,
+        )
 
     @listen("uncertain")
     async def explain_uncertainty(self) -> None:
@@ -290,9 +318,13 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("remember", "started")
         response = self._finalize()
         scheduled = self._stages.remember(
-            MemoryInput(query=self._query(), final_response=response,
-                        session_id=self._query().session_id, user_id=self._query().user_id,
-                        context={"request": explicit} if (explicit := self._explicit_choices()) else None)
+            MemoryInput(
+                query=self._query(),
+                final_response=response,
+                session_id=self._query().session_id,
+                user_id=self._query().user_id,
+                context={"request": explicit} if (explicit := self._explicit_choices()) else None,
+            )
         )
         self._emit("remember", "finished", started, scheduled=scheduled)
 
@@ -304,8 +336,14 @@ class ResearchFlow(Flow[ResearchState]):
             reason, reply = self.state.refusal
             self.state.response = refusal_response(self._query(), reply, reason)
         response = self._finalize()
-        self._emit("respond", "finished", started, answer_kind=response.answer_kind,
-                   confidence_level=response.confidence_level, partial=response.partial)
+        self._emit(
+            "respond",
+            "finished",
+            started,
+            answer_kind=response.answer_kind,
+            confidence_level=response.confidence_level,
+            partial=response.partial,
+        )
         return response
 
     def _finalize(self) -> FinalResponse:
@@ -359,4 +397,3 @@ def _require(value: _T | None, what: str) -> _T:
 
 
 __all__ = ["ResearchFlow", "ResearchState", "run_question"]
-

@@ -67,4 +67,3 @@ def uncertainty_response(
         caveats=source_caveats(source_reports),
         reformulations=list(searched[1:]),
     )
-

@@ -149,9 +149,7 @@ class RetrieverAgent:
             outcomes[index] = self._outcome_of(task, tool, budget_s)
         return outcomes
 
-    async def _call(
-        self, tool: Tool, query: str, budget_s: float, deadline: float, kwargs: dict[str, Any]
-    ) -> _Outcome:
+    async def _call(self, tool: Tool, query: str, budget_s: float, deadline: float, kwargs: dict[str, Any]) -> _Outcome:
         """Call one tool under the guard and turn whatever happens into an outcome. Raises only CancelledError."""
         started = time.perf_counter()
         reserved = _RESERVED_OPTIONS & kwargs.keys()
@@ -269,7 +267,11 @@ class RetrieverAgent:
         )
         logger.debug(
             "retrieval %s in %.1f ms: %d chunks, used %s, failed %s",
-            status, output.execution_time_ms, len(chunks), output.sources_used, output.sources_failed,
+            status,
+            output.execution_time_ms,
+            len(chunks),
+            output.sources_used,
+            output.sources_failed,
         )
         return output
 

@@ -56,15 +56,12 @@ class MemoryScheduler(Protocol):
     def __call__(self, memory_input: MemoryInput, /) -> bool: ...
 
 
-
-
 def _ignore_event(_: ProgressEvent) -> None:
     return None
 
 
 def _no_memory(_: MemoryInput) -> bool:
     return False
-
 
 
 @dataclass

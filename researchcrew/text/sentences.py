@@ -15,9 +15,11 @@ from functools import lru_cache
 MAX_SENTENCE_CHARS = 600
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*[-*•#]|\s*\d+[.)]\s)")
-_ABBREVIATIONS = re.compile(r"\b(?:e\.g|i\.e|et al|etc|vs|cf|fig|figs|eq|eqs|sec|approx|ca|dr|mr|prof)\.$",
-                            re.IGNORECASE)
+_ABBREVIATIONS = re.compile(
+    r"\b(?:e\.g|i\.e|et al|etc|vs|cf|fig|figs|eq|eqs|sec|approx|ca|dr|mr|prof)\.$", re.IGNORECASE
+)
 _TOKEN = re.compile(r"[a-z0-9]+(?:['’][a-z]+)?")
+
 
 def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())

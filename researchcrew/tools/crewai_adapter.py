@@ -93,9 +93,7 @@ class CrewAIToolAdapter(BaseTool):
         result = await self._tool.search(query, timeout=self._timeout_s, num_results=num_results, **self._context)
         if result.failure is not None:
             return failure_for_agent(result)
-        return format_result(
-            result, query, excerpt_chars=self._excerpt_chars, max_output_chars=self._max_output_chars
-        )
+        return format_result(result, query, excerpt_chars=self._excerpt_chars, max_output_chars=self._max_output_chars)
 
     def _run(self, query: str, num_results: int = 5) -> str | ToolFailure:
         try:

@@ -44,11 +44,11 @@ MAX_LINKS = 4
 class EntityMemory(Protocol):
     """A memory backend that also keeps an entity graph (``MemoryStore`` does)."""
 
-    async def entities(self, *, user_id: str, query_text: str | None = None, limit: int = 20) -> list[EntityRecord]:
-        ...
+    async def entities(self, *, user_id: str, query_text: str | None = None, limit: int = 20) -> list[EntityRecord]: ...
 
-    async def relationships(self, *, user_id: str, entity_name: str | None = None) -> list[RelationshipRecord]:
-        ...
+    async def relationships(self, *, user_id: str, entity_name: str | None = None) -> list[RelationshipRecord]: ...
+
+
 _MARKER = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _CONNECTION_ERRORS = (OperationalError, InterfaceError, OSError)
 

@@ -47,8 +47,9 @@ def make_tool() -> Iterator[Callable[..., ArxivTool]]:
     made: list[ArxivTool] = []
     spacers: list[RequestSpacer] = []
 
-    def make(url: str, *, spacer: RequestSpacer | None = None, clock: Callable[[], float] = time.monotonic,
-             **settings: Any) -> ArxivTool:
+    def make(
+        url: str, *, spacer: RequestSpacer | None = None, clock: Callable[[], float] = time.monotonic, **settings: Any
+    ) -> ArxivTool:
         if spacer is None:
             spacer = RequestSpacer(float(settings.get("min_interval_s", 0.0)))
             spacers.append(spacer)

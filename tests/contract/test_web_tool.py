@@ -103,7 +103,10 @@ async def test_domains_become_include_domains(server: LoopbackServer, fake: Fire
     )
 
     assert server.requests[0].json()["includeDomains"] == ["github.com", "exa.ai"]
-    assert [c.url for c in chunks] == ["https://exa.ai/blog/people-search-benchmark", "https://github.com/exa-labs/benchmarks"]
+    assert [c.url for c in chunks] == [
+        "https://exa.ai/blog/people-search-benchmark",
+        "https://github.com/exa-labs/benchmarks",
+    ]
     assert [c.metadata["position"] for c in chunks] == [3, 6]  # Firecrawl's own positions are kept
 
 
@@ -156,9 +159,7 @@ async def test_not_configured_fails_at_once_without_a_request() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "needle"), [({"num_results": 0}, "num_results"), ({"domains": ["localhost"]}, "domain")]
 )
-async def test_bad_arguments_are_invalid_requests(
-    server: LoopbackServer, kwargs: dict[str, Any], needle: str
-) -> None:
+async def test_bad_arguments_are_invalid_requests(server: LoopbackServer, kwargs: dict[str, Any], needle: str) -> None:
     result = await web_tool(server.url).search("query", **kwargs)
     assert result.failure is not None and result.failure.kind == "invalid_request"
     assert needle in result.failure.message
@@ -311,7 +312,11 @@ def _probe_imports(key: str) -> dict[str, Any]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FIRECRAWL_", "RESEARCHCREW_FIRECRAWL"))}
     child = subprocess.run(
-        [sys.executable, "-c", _IMPORT_PROBE, key], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", _IMPORT_PROBE, key],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=60,
     )
     assert child.returncode == 0, child.stderr

@@ -66,8 +66,15 @@ def demo_documents(title_words: Sequence[str]) -> list[Document]:
     return [document for document in loaded.documents if any(word in (document.title or "").lower() for word in words)]
 
 
-def evidence(chunk_id: str, content: str, *, relevance: float = 0.8, source_type: str = "rag",
-             title: str | None = None, **fields: Any) -> ContextChunk:
+def evidence(
+    chunk_id: str,
+    content: str,
+    *,
+    relevance: float = 0.8,
+    source_type: str = "rag",
+    title: str | None = None,
+    **fields: Any,
+) -> ContextChunk:
     """A chunk as a source returns it, dated recently so the Evaluator's recency does not filter it."""
     values: dict[str, Any] = {
         "source_date": datetime(2025, 6, 1, tzinfo=UTC),
@@ -75,8 +82,14 @@ def evidence(chunk_id: str, content: str, *, relevance: float = 0.8, source_type
         "url": f"https://example.org/{chunk_id}",
         **fields,
     }
-    return ContextChunk(chunk_id=chunk_id, source_type=source_type, content=content, semantic_relevance=relevance,
-                        tool_name=f"{source_type}_spy", **values)
+    return ContextChunk(
+        chunk_id=chunk_id,
+        source_type=source_type,
+        content=content,
+        semantic_relevance=relevance,
+        tool_name=f"{source_type}_spy",
+        **values,
+    )
 
 
 class SpyTool(Tool):
@@ -86,8 +99,9 @@ class SpyTool(Tool):
     description: ClassVar[str] = "An in-process source with scripted evidence."
     source_type: ClassVar[str] = "rag"
 
-    def __init__(self, chunks: Sequence[ContextChunk], *, delay_s: float = 0.0, source_type: str = "rag",
-                 name: str | None = None) -> None:
+    def __init__(
+        self, chunks: Sequence[ContextChunk], *, delay_s: float = 0.0, source_type: str = "rag", name: str | None = None
+    ) -> None:
         self.chunks = list(chunks)
         self.delay_s = delay_s
         self.queries: list[str] = []
@@ -95,8 +109,9 @@ class SpyTool(Tool):
         self.source_type = source_type  # type: ignore[misc]
         self.name = name or f"{source_type}_spy"  # type: ignore[misc]
 
-    async def _search(self, query: str, *, num_results: int = 5, user_id: str | None = None,
-                      session_id: str | None = None) -> list[ContextChunk]:
+    async def _search(
+        self, query: str, *, num_results: int = 5, user_id: str | None = None, session_id: str | None = None
+    ) -> list[ContextChunk]:
         self.queries.append(query)
         if self.delay_s:
             await asyncio.sleep(self.delay_s)

@@ -36,8 +36,9 @@ def cli_data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -
 
 
 def run_ask(data_dir: Path, *args: str) -> tuple[str, str]:
-    result = CliRunner().invoke(cli, ["ask", QUESTION, *args], env=offline_environment(data_dir),
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli, ["ask", QUESTION, *args], env=offline_environment(data_dir), catch_exceptions=False
+    )
     assert result.exit_code == 0, result.output
     return result.stdout, result.stderr
 
@@ -51,8 +52,12 @@ def test_ask_json_prints_one_final_response(cli_data_dir: Path) -> None:
     assert response.citations and response.citation_stats.removed == 0
     assert all(citation.source_type == "rag" and citation.url for citation in response.citations)
     kinds = {r.source_type: (r.status, r.failure.kind if r.failure else None) for r in response.source_reports}
-    assert kinds == {"rag": ("success", None), "web": ("failed", "not_configured"),
-                     "arxiv": ("failed", "unreachable"), "memory": ("empty", None)}
+    assert kinds == {
+        "rag": ("success", None),
+        "web": ("failed", "not_configured"),
+        "arxiv": ("failed", "unreachable"),
+        "memory": ("empty", None),
+    }
 
 
 def test_ask_prints_answer_numbered_sources_and_what_each_source_did(cli_data_dir: Path) -> None:

@@ -18,33 +18,56 @@ from tests.loopback.openai import openai_server
 
 QUESTION = "What is metamorphic testing?"
 CHUNKS = [
-    evidence("mt-1", "Metamorphic testing alleviates the test oracle problem by checking relations between the "
-                     "outputs of several executions of a program."),
-    evidence("mt-2", "Metamorphic relations describe how the output must change when the input is transformed, "
-                     "for example by permuting or scaling it."),
-    evidence("mt-3", "Metamorphic testing has been applied to machine learning classifiers, compilers and "
-                     "scientific simulation software."),
+    evidence(
+        "mt-1",
+        "Metamorphic testing alleviates the test oracle problem by checking relations between the "
+        "outputs of several executions of a program.",
+    ),
+    evidence(
+        "mt-2",
+        "Metamorphic relations describe how the output must change when the input is transformed, "
+        "for example by permuting or scaling it.",
+    ),
+    evidence(
+        "mt-3",
+        "Metamorphic testing has been applied to machine learning classifiers, compilers and "
+        "scientific simulation software.",
+    ),
 ]
 
 
 def draft(*claims: tuple[str, list[int]]) -> str:
     """A model reply in the Synthesizer's required format."""
-    return json.dumps({"sections": [{"heading": "Metamorphic testing", "perspective": None,
-                                     "claims": [{"text": text, "citations": cited} for text, cited in claims]}]})
+    return json.dumps(
+        {
+            "sections": [
+                {
+                    "heading": "Metamorphic testing",
+                    "perspective": None,
+                    "claims": [{"text": text, "citations": cited} for text, cited in claims],
+                }
+            ]
+        }
+    )
 
 
 async def ask_with(llm: FakeLLM, tmp_path: Path, chunks: list[Any]) -> FinalResponse:
-    async with ResearchAssistant(offline_settings(tmp_path), tools=[SpyTool(chunks)], llm=llm,
-                                 remember=False) as assistant:
+    async with ResearchAssistant(
+        offline_settings(tmp_path), tools=[SpyTool(chunks)], llm=llm, remember=False
+    ) as assistant:
         return await assistant.ask(QUESTION)
 
 
 async def test_citation_to_evidence_that_was_never_given_is_removed_and_counted(tmp_path: Path) -> None:
-    llm = FakeLLM([draft(
-        ("Metamorphic testing alleviates the test oracle problem.", [1]),
-        ("Metamorphic testing was invented in 1850.", [9]),  # only [9]: the statement goes
-        ("Relations say how outputs change when inputs are transformed.", [2, 9]),  # [9] goes, [2] stays
-    )])
+    llm = FakeLLM(
+        [
+            draft(
+                ("Metamorphic testing alleviates the test oracle problem.", [1]),
+                ("Metamorphic testing was invented in 1850.", [9]),  # only [9]: the statement goes
+                ("Relations say how outputs change when inputs are transformed.", [2, 9]),  # [9] goes, [2] stays
+            )
+        ]
+    )
     response = await ask_with(llm, tmp_path, CHUNKS)
 
     assert len(llm.calls) == 1 and llm.remaining == 0
@@ -75,8 +98,7 @@ async def test_prompt_injection_in_a_chunk_does_not_change_the_instructions(tmp_
     )
     clean_llm, injected_llm = FakeLLM([reply]), FakeLLM([reply])
     await ask_with(clean_llm, tmp_path / "clean", CHUNKS)
-    response = await ask_with(injected_llm, tmp_path / "injected", [CHUNKS[0], evidence("evil", injection),
-                                                                     CHUNKS[2]])
+    response = await ask_with(injected_llm, tmp_path / "injected", [CHUNKS[0], evidence("evil", injection), CHUNKS[2]])
 
     clean, injected = clean_llm.calls[0].messages, injected_llm.calls[0].messages
     assert instructions(injected) == instructions(clean)
@@ -99,8 +121,7 @@ async def test_crewai_llm_class_answers_through_an_openai_compatible_server(tmp_
         ("It has been applied to classifiers and compilers.", [3]),
     )
     with openai_server([reply], api_key="sk-loopback") as (server, service):
-        llm = LLMSettings(model="openai/test-model", base_url=f"{server.url}/v1", api_key="sk-loopback",
-                          timeout_s=10)
+        llm = LLMSettings(model="openai/test-model", base_url=f"{server.url}/v1", api_key="sk-loopback", timeout_s=10)
         tool = SpyTool(CHUNKS)
         async with ResearchAssistant(offline_settings(tmp_path, llm=llm), tools=[tool], remember=False) as assistant:
             response = await assistant.ask(QUESTION, response_format="concise")

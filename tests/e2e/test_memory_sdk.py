@@ -44,7 +44,9 @@ async def test_forget_with_the_zep_backend_deletes_the_user_in_zep(
     zep = FakeZep(api_key="test-key")
     with LoopbackServer(zep.route) as server:
         settings = offline_settings(
-            tmp_path, milvus=MilvusSettings(uri=demo_kb_settings.milvus_uri), memory=MemorySettings(backend="zep"),
+            tmp_path,
+            milvus=MilvusSettings(uri=demo_kb_settings.milvus_uri),
+            memory=MemorySettings(backend="zep"),
             zep=ZepSettings(api_url=server.url, api_key="test-key", timeout_s=2),
         )
         async with ResearchAssistant(settings, knowledge_base=demo_kb) as assistant:

@@ -79,10 +79,10 @@ async def test_second_question_recalls_the_first_exchange(
     async with ResearchAssistant(settings_over(demo_kb_settings, tmp_path), knowledge_base=demo_kb) as assistant:
         first = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
         assert await assistant.flush_memory()  # the first exchange is stored (in the background)
-        second = await assistant.ask("What did I ask about metamorphic testing before?", user_id="ada",
-                                     session_id="s1")
-        other_user = await assistant.ask("What did I ask about metamorphic testing before?", user_id="bob",
-                                         session_id="s9")
+        second = await assistant.ask("What did I ask about metamorphic testing before?", user_id="ada", session_id="s1")
+        other_user = await assistant.ask(
+            "What did I ask about metamorphic testing before?", user_id="bob", session_id="s9"
+        )
 
     memory = next(report for report in second.source_reports if report.source_type == "memory")
     assert memory.status == "success" and memory.chunk_count >= 1

@@ -25,8 +25,9 @@ POOLING_B = evidence(
     title="Pooling study B",
     source_type="arxiv",
 )
-OVERVIEW = evidence("overview", "Group testing screens many samples with few tests by pooling them.",
-                    title="Group testing overview")
+OVERVIEW = evidence(
+    "overview", "Group testing screens many samples with few tests by pooling them.", title="Group testing overview"
+)
 
 
 async def test_numeric_and_polarity_contradictions_are_presented_side_by_side(tmp_path: Path) -> None:
@@ -47,8 +48,11 @@ async def test_numeric_and_polarity_contradictions_are_presented_side_by_side(tm
     perspectives = [section for section in response.sections if section.perspective]
     assert len(perspectives) == 4
     for record in kinds.values():
-        sides = [section for section in perspectives
-                 if any(claim.text in (record.claim_a, record.claim_b) for claim in section.claims)]
+        sides = [
+            section
+            for section in perspectives
+            if any(claim.text in (record.claim_a, record.claim_b) for claim in section.claims)
+        ]
         assert {section.perspective for section in sides} == {"Pooling study A (rag)", "Pooling study B (arxiv)"}
         cited = {n for section in sides for claim in section.claims for n in claim.citations}
         assert cited == {number_of["pool-a"], number_of["pool-b"]}
@@ -83,8 +87,9 @@ async def test_low_confidence_is_reformulated_twice_then_answered_with_uncertain
 
 async def test_slow_model_at_the_deadline_gives_a_partial_extractive_answer(tmp_path: Path) -> None:
     llm = FakeLLM([draft(("Too late to matter.", [1]))], delay_s=3)
-    async with ResearchAssistant(offline_settings(tmp_path), tools=[SpyTool(CHUNKS)], llm=llm,
-                                 remember=False) as assistant:
+    async with ResearchAssistant(
+        offline_settings(tmp_path), tools=[SpyTool(CHUNKS)], llm=llm, remember=False
+    ) as assistant:
         started = time.monotonic()
         response = await assistant.ask(QUESTION, deadline_s=1.5)
         elapsed = time.monotonic() - started
@@ -98,8 +103,9 @@ async def test_slow_model_at_the_deadline_gives_a_partial_extractive_answer(tmp_
 
 
 async def test_hung_source_is_cut_at_the_deadline_and_reported(tmp_path: Path) -> None:
-    hung = SpyTool([evidence("never", "This evidence arrives too late.")], delay_s=30, source_type="web",
-                   name="hung_web")
+    hung = SpyTool(
+        [evidence("never", "This evidence arrives too late.")], delay_s=30, source_type="web", name="hung_web"
+    )
     fast = SpyTool(CHUNKS)
     async with ResearchAssistant(offline_settings(tmp_path), tools=[fast, hung], remember=False) as assistant:
         started = time.monotonic()
@@ -120,8 +126,10 @@ async def test_incoherent_input_is_refused_politely_without_any_search(
 ) -> None:
     tool = SpyTool(CHUNKS)
     async with ResearchAssistant(offline_settings(tmp_path), tools=[tool], memory_store=memory_store) as assistant:
-        refused = [await assistant.ask(text, user_id="ada") for text in ("sdfghjkl qwrtzpsd ;;;; ###", "   ",
-                                                                         "?!?!?!?!?!?!?!?!")]
+        refused = [
+            await assistant.ask(text, user_id="ada")
+            for text in ("sdfghjkl qwrtzpsd ;;;; ###", "   ", "?!?!?!?!?!?!?!?!")
+        ]
         assert await assistant.flush_memory()
     history = await memory_store.history(user_id="ada", session_id=None)
 

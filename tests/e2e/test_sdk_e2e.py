@@ -56,8 +56,12 @@ async def test_stream_yields_progress_per_stage_then_the_answer(tmp_path: Path) 
 def test_ask_sync_works_twice_in_a_row_and_close_flushes_memory(tmp_path: Path, embedder: Embedder) -> None:
     assistant = ResearchAssistant(offline_settings(tmp_path), tools=[SpyTool(CHUNKS)])
     first = assistant.ask_sync(QUESTION, user_id="ada", session_id="s1")
-    second = assistant.ask_sync("Which software has metamorphic testing been applied to?", user_id="ada",
-                                session_id="s1", response_format="concise")
+    second = assistant.ask_sync(
+        "Which software has metamorphic testing been applied to?",
+        user_id="ada",
+        session_id="s1",
+        response_format="concise",
+    )
     assistant.close()
 
     assert first.answer_kind == second.answer_kind == "extractive"
@@ -104,8 +108,9 @@ async def test_memory_is_written_in_the_background_after_the_answer(tmp_path: Pa
     store = await GatedStore.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}", embedder=embedder)
     store.gate = asyncio.Event()
     try:
-        async with ResearchAssistant(offline_settings(tmp_path), tools=[SpyTool(CHUNKS)],
-                                     memory_store=store) as assistant:
+        async with ResearchAssistant(
+            offline_settings(tmp_path), tools=[SpyTool(CHUNKS)], memory_store=store
+        ) as assistant:
             events: list[ProgressEvent] = []
             async with asyncio.timeout(10):  # an answer that waited for memory would never arrive: fail, not hang
                 async for item in assistant.stream(QUESTION, user_id="ada", session_id="s1"):
@@ -114,8 +119,9 @@ async def test_memory_is_written_in_the_background_after_the_answer(tmp_path: Pa
                     else:
                         events.append(item)
             # The answer is here while its memory write is still held at the gate.
-            assert [e.detail.get("scheduled") for e in events if e.stage == "remember" and e.status == "finished"] \
-                == [True]
+            assert [e.detail.get("scheduled") for e in events if e.stage == "remember" and e.status == "finished"] == [
+                True
+            ]
             assert not await assistant.flush_memory(timeout_s=0.2)
             assert await store.history(user_id="ada", session_id="s1") == []
             store.gate.set()
@@ -157,8 +163,9 @@ async def test_crewai_prints_nothing_builds_no_memory_and_sends_no_telemetry(
 
     with openai_server([draft(("Metamorphic testing checks relations between outputs.", [1]))]) as (server, _):
         llm = LLMSettings(model="openai/test-model", base_url=f"{server.url}/v1", api_key="sk-test", timeout_s=10)
-        async with ResearchAssistant(offline_settings(tmp_path, llm=llm), tools=[SpyTool(CHUNKS)],
-                                     remember=False) as assistant:
+        async with ResearchAssistant(
+            offline_settings(tmp_path, llm=llm), tools=[SpyTool(CHUNKS)], remember=False
+        ) as assistant:
             response = await assistant.ask(QUESTION)
 
     out, err = capfd.readouterr()

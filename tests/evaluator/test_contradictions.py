@@ -25,20 +25,35 @@ def polarity(a: str, b: str) -> list:  # type: ignore[type-arg]
 @pytest.mark.parametrize(
     ("claim_a", "claim_b", "subject", "shown"),
     [
-        ("The model reaches an accuracy of 92% on ImageNet.", "On ImageNet, the model's accuracy is only 75%.",
-         "model accuracy imagenet", "92% vs 75%"),
-        ("Median latency is 20 ms per request.", "The median latency is 0.5 seconds per request.",
-         "median latency request", "20 ms vs 0.5 seconds"),
-        ("The dataset contains 1.5 million images.", "The dataset contains 300K images.",
-         "dataset contains images", "1.5 million vs 300K"),
-        ("Llama-2 has 7B parameters.", "Llama-2 has 70 billion parameters.", "llama parameters",
-         "7B vs 70 billion"),
+        (
+            "The model reaches an accuracy of 92% on ImageNet.",
+            "On ImageNet, the model's accuracy is only 75%.",
+            "model accuracy imagenet",
+            "92% vs 75%",
+        ),
+        (
+            "Median latency is 20 ms per request.",
+            "The median latency is 0.5 seconds per request.",
+            "median latency request",
+            "20 ms vs 0.5 seconds",
+        ),
+        (
+            "The dataset contains 1.5 million images.",
+            "The dataset contains 300K images.",
+            "dataset contains images",
+            "1.5 million vs 300K",
+        ),
+        ("Llama-2 has 7B parameters.", "Llama-2 has 70 billion parameters.", "llama parameters", "7B vs 70 billion"),
         ("Training cost $4.6 million.", "Training cost $12M.", "training cost", "$4.6 million vs $12M"),
         ("Accuracy is 92 percent.", "Accuracy is 0.75%.", "accuracy", "92 percent vs 0.75%"),
         ("Peak memory use was 16 GB.", "Peak memory use was 512 MB.", "peak memory", "16 GB vs 512 MB"),
         ("Accuracy is more than 90%.", "Accuracy is 60%.", "accuracy", "90% vs 60%"),
-        ("Decoding throughput is 500 tokens/s.", "Decoding throughput is 1,200 tokens/s.", "decoding throughput",
-         "500 tokens/s vs 1,200 tokens/s"),
+        (
+            "Decoding throughput is 500 tokens/s.",
+            "Decoding throughput is 1,200 tokens/s.",
+            "decoding throughput",
+            "500 tokens/s vs 1,200 tokens/s",
+        ),
     ],
 )
 def test_numeric_contradictions_are_found_across_units(claim_a: str, claim_b: str, subject: str, shown: str) -> None:
@@ -132,16 +147,26 @@ def test_polarity_contradiction_is_found(negated: str) -> None:
     [
         ("Dropout improves generalization at no extra cost.", "Dropout improves generalization."),
         ("Dropout improves generalization.", "Dropout does not improve training speed."),
-        ("Dropout improves generalization in deep networks.",
-         "Batch normalization does not improve generalization when dropout is used in deep networks."),
-        ("Batch normalization improves generalization in deep networks with dropout.",
-         "Dropout does not improve generalization in deep networks."),
-        ("Does dropout improve generalization in deep networks?",
-         "Dropout does not improve generalization in deep networks."),
-        ("Dropout doesn't hurt generalization in deep networks.",
-         "Dropout does not hurt generalization in deep networks."),
-        ("It is not true that dropout never improves generalization in deep networks.",
-         "Dropout improves generalization in deep networks."),
+        (
+            "Dropout improves generalization in deep networks.",
+            "Batch normalization does not improve generalization when dropout is used in deep networks.",
+        ),
+        (
+            "Batch normalization improves generalization in deep networks with dropout.",
+            "Dropout does not improve generalization in deep networks.",
+        ),
+        (
+            "Does dropout improve generalization in deep networks?",
+            "Dropout does not improve generalization in deep networks.",
+        ),
+        (
+            "Dropout doesn't hurt generalization in deep networks.",
+            "Dropout does not hurt generalization in deep networks.",
+        ),
+        (
+            "It is not true that dropout never improves generalization in deep networks.",
+            "Dropout improves generalization in deep networks.",
+        ),
     ],
 )
 def test_polarity_contradiction_is_not_found(claim_a: str, claim_b: str) -> None:

@@ -58,9 +58,29 @@ def test_units_are_normalised(text: str, dimension: str | None, value: float | N
 @pytest.mark.parametrize(
     "text",
     [
-        "in 2020", "the 1990s", "published 2019–2021", "on 2020-05-01", "on 5 May", "May 5",
-        "see [12]", "[3, 4]", "Table 3", "Fig. 2", "Section 4", "Eq. 5", "v2", "version 1.2.3",
-        "GPT-4", "ResNet-50", "H100", "the 4th", "3D", "(1)", "1) first", "at 10:30", "arXiv:2101.12345",
+        "in 2020",
+        "the 1990s",
+        "published 2019–2021",
+        "on 2020-05-01",
+        "on 5 May",
+        "May 5",
+        "see [12]",
+        "[3, 4]",
+        "Table 3",
+        "Fig. 2",
+        "Section 4",
+        "Eq. 5",
+        "v2",
+        "version 1.2.3",
+        "GPT-4",
+        "ResNet-50",
+        "H100",
+        "the 4th",
+        "3D",
+        "(1)",
+        "1) first",
+        "at 10:30",
+        "arXiv:2101.12345",
         "improved by 5%",
     ],
 )
@@ -111,8 +131,16 @@ def test_parser_never_crashes(text: str) -> None:
     split_sentences(text)
 
 
-_UNITS = [("%", "percent", 1.0), ("ms", "time", 1e-3), ("seconds", "time", 1.0), ("million", "number", 1e6),
-          ("K", "number", 1e3), ("GB", "bytes", 1e9), ("percent", "percent", 1.0), ("", "number", 1.0)]
+_UNITS = [
+    ("%", "percent", 1.0),
+    ("ms", "time", 1e-3),
+    ("seconds", "time", 1.0),
+    ("million", "number", 1e6),
+    ("K", "number", 1e3),
+    ("GB", "bytes", 1e9),
+    ("percent", "percent", 1.0),
+    ("", "number", 1.0),
+]
 
 
 @given(

@@ -63,15 +63,17 @@ async def test_overrides_change_the_evaluator_score() -> None:
     base = (await agent.run(request([item], quality_threshold=0.0))).filtered_context.chunks[0]
     assert base.source_reputation == 0.6
     prefs = UserPreferences(source_reputation={"web": 0.2})
-    by_user = (await agent.run(request([item], quality_threshold=0.0, user_preferences=prefs)))
+    by_user = await agent.run(request([item], quality_threshold=0.0, user_preferences=prefs))
     assert by_user.filtered_context.chunks[0].source_reputation == 0.2
     by_call = await agent.run(
         request([item], quality_threshold=0.0, user_preferences=prefs, source_reputation_weights={"web": 0.95})
     )
     assert by_call.filtered_context.chunks[0].source_reputation == 0.95
-    assert by_call.filtered_context.chunks[0].quality_score > base.quality_score > by_user.filtered_context.chunks[
-        0
-    ].quality_score
+    assert (
+        by_call.filtered_context.chunks[0].quality_score
+        > base.quality_score
+        > by_user.filtered_context.chunks[0].quality_score
+    )
 
 
 def test_unknown_source_type_gets_the_default_reputation() -> None:

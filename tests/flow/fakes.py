@@ -26,8 +26,14 @@ from researchcrew.contracts import (
 
 
 def chunk(chunk_id: str, relevance: float, content: str = "Evidence text about transformers.") -> ContextChunk:
-    return ContextChunk(chunk_id=chunk_id, source_type="rag", content=content, semantic_relevance=relevance,
-                        title=f"Doc {chunk_id}", tool_name="rag_search")
+    return ContextChunk(
+        chunk_id=chunk_id,
+        source_type="rag",
+        content=content,
+        semantic_relevance=relevance,
+        title=f"Doc {chunk_id}",
+        tool_name="rag_search",
+    )
 
 
 class ScriptedRetriever:
@@ -40,12 +46,15 @@ class ScriptedRetriever:
     async def run(self, request: RetrieverInput) -> RetrieverOutput:
         self.requests.append(request)
         chunks = self.answers[min(len(self.requests), len(self.answers)) - 1]
-        report = SourceReport(source_type="rag", tool_name="rag_search", status="success" if chunks else "empty",
-                              chunk_count=len(chunks))
+        report = SourceReport(
+            source_type="rag", tool_name="rag_search", status="success" if chunks else "empty", chunk_count=len(chunks)
+        )
         return RetrieverOutput(
-            aggregated_context=AggregatedContext(query_text=request.query_text, chunks=chunks,
-                                                 source_reports=[report]),
-            retrieval_status="success", sources_used=["rag"], sources_failed=[], execution_time_ms=1.0,
+            aggregated_context=AggregatedContext(query_text=request.query_text, chunks=chunks, source_reports=[report]),
+            retrieval_status="success",
+            sources_used=["rag"],
+            sources_failed=[],
+            execution_time_ms=1.0,
         )
 
 
@@ -58,12 +67,24 @@ class PassThroughEvaluator:
     async def run(self, request: EvaluatorInput) -> EvaluatorOutput:
         await asyncio.sleep(self.delay_s)
         chunks = request.aggregated_context.chunks
-        scored = [ScoredChunk(chunk=c, quality_score=c.semantic_relevance, source_reputation=0.8, recency=0.5,
-                              relevance=c.semantic_relevance) for c in chunks]
+        scored = [
+            ScoredChunk(
+                chunk=c,
+                quality_score=c.semantic_relevance,
+                source_reputation=0.8,
+                recency=0.5,
+                relevance=c.semantic_relevance,
+            )
+            for c in chunks
+        ]
         return EvaluatorOutput(
             filtered_context=FilteredContext(query_text=request.aggregated_context.query_text, chunks=scored),
-            quality_stats=QualityStatistics(original_chunk_count=len(chunks), filtered_chunk_count=len(chunks),
-                                            removal_rate=0.0, average_quality_score=0.5),
+            quality_stats=QualityStatistics(
+                original_chunk_count=len(chunks),
+                filtered_chunk_count=len(chunks),
+                removal_rate=0.0,
+                average_quality_score=0.5,
+            ),
             execution_time_ms=0.1,
         )
 
@@ -81,14 +102,19 @@ class CitingSynthesizer:
         await asyncio.sleep(self.delay_s)
         first = request.filtered_context.chunks[0].chunk
         response = FinalResponse(
-            query=request.original_query, answer=f"{first.content} [1]", answer_kind=self.kind,  # type: ignore[arg-type]
+            query=request.original_query,
+            answer=f"{first.content} [1]",
+            answer_kind=self.kind,  # type: ignore[arg-type]
             sections=[AnswerSection(claims=[Claim(text=first.content, citations=[1])])],
-            confidence=0.7, confidence_level="medium",
+            confidence=0.7,
+            confidence_level="medium",
         )
-        return SynthesizerOutput(final_response=response, generation_method="standard",
-                                 coverage_metrics=CoverageMetrics(query_addressed=1, source_diversity=1,
-                                                                  information_completeness=1),
-                                 execution_time_ms=1.0)
+        return SynthesizerOutput(
+            final_response=response,
+            generation_method="standard",
+            coverage_metrics=CoverageMetrics(query_addressed=1, source_diversity=1, information_completeness=1),
+            execution_time_ms=1.0,
+        )
 
 
 def identity_validator(response: FinalResponse, given: Sequence[ContextChunk]) -> FinalResponse:

@@ -38,7 +38,8 @@ async def test_confident_evidence_is_answered_and_remembered() -> None:
     remembered: list[object] = []
     events: list[ProgressEvent] = []
     response = await run_question(
-        make_stages(retriever, remember=recording_memory(remembered)), question("What is attention?"),
+        make_stages(retriever, remember=recording_memory(remembered)),
+        question("What is attention?"),
         on_event=events.append,
     )
     assert response.answer_kind == "generated"
@@ -53,8 +54,9 @@ async def test_confident_evidence_is_answered_and_remembered() -> None:
 async def test_incoherent_input_is_refused_without_any_tool_call() -> None:
     retriever = ScriptedRetriever([chunk("a", 0.9)])
     remembered: list[object] = []
-    response = await run_question(make_stages(retriever, remember=recording_memory(remembered)),
-                                  question("sdfghjkl qwrtzpsd ;;;; ###"))
+    response = await run_question(
+        make_stages(retriever, remember=recording_memory(remembered)), question("sdfghjkl qwrtzpsd ;;;; ###")
+    )
     assert response.answer_kind == "refusal"
     assert retriever.requests == []
     assert remembered == []
@@ -109,8 +111,9 @@ async def test_slow_evaluation_is_cut_at_the_deadline_and_answered_with_the_fall
 async def test_memory_receives_what_the_user_asked_for_explicitly() -> None:
     retriever = ScriptedRetriever([chunk("a", 0.8)])
     remembered: list[object] = []
-    await run_question(make_stages(retriever, remember=recording_memory(remembered)),
-                       question("What is attention?", response=ResponseOptions(response_format="concise"),
-                                exclude_sources=["web"]))
+    await run_question(
+        make_stages(retriever, remember=recording_memory(remembered)),
+        question("What is attention?", response=ResponseOptions(response_format="concise"), exclude_sources=["web"]),
+    )
     (memory_input,) = remembered
     assert memory_input.context == {"request": {"response_format": "concise", "exclude_sources": ["web"]}}  # type: ignore[attr-defined]

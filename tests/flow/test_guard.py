@@ -54,8 +54,13 @@ def test_guard_never_raises(text: str) -> None:
     assert verdict.allowed or verdict.reply
 
 
-@given(st.lists(st.sampled_from(["attention", "transformer", "model", "dense", "retrieval", "BM25", "is", "the"]),
-                min_size=1, max_size=12))
+@given(
+    st.lists(
+        st.sampled_from(["attention", "transformer", "model", "dense", "retrieval", "BM25", "is", "the"]),
+        min_size=1,
+        max_size=12,
+    )
+)
 def test_sentences_of_real_words_pass(words: list[str]) -> None:
     assert check_question(" ".join(words) + "?").allowed
 

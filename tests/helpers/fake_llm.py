@@ -72,14 +72,30 @@ class FakeLLM(BaseLLM):
             raise response
         return response(normalized) if callable(response) else response
 
-    def call(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-             from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
+    def call(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> str:
         if self.delay_s:
             time.sleep(self.delay_s)
         return self._answer(messages, response_model, asynchronous=False)
 
-    async def acall(self, messages: Any, tools: Any = None, callbacks: Any = None, available_functions: Any = None,
-                    from_task: Any = None, from_agent: Any = None, response_model: Any = None) -> str:
+    async def acall(
+        self,
+        messages: Any,
+        tools: Any = None,
+        callbacks: Any = None,
+        available_functions: Any = None,
+        from_task: Any = None,
+        from_agent: Any = None,
+        response_model: Any = None,
+    ) -> str:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         return self._answer(messages, response_model, asynchronous=True)

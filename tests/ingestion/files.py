@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 
-def write_pdf(path: Path, pages: list[str], *, title: str | None = None, author: str | None = None,
-              created: str | None = None) -> Path:
+def write_pdf(
+    path: Path, pages: list[str], *, title: str | None = None, author: str | None = None, created: str | None = None
+) -> Path:
     """A minimal but valid PDF (xref offsets computed), one line of Helvetica text per page entry.
 
     Each page's text is drawn line by line (split on "\\n"), so extraction sees real line breaks.
@@ -102,10 +103,19 @@ def write_beir(path: Path, records: list[dict[str, str]]) -> Path:
 
 def beir_records() -> list[dict[str, str]]:
     return [
-        {"_id": "101", "title": "Aspirin and heart attacks",
-         "text": "Daily low-dose aspirin reduced the risk of a first heart attack in men over fifty."},
-        {"_id": "102", "title": "Sleep and memory",
-         "text": "Slow-wave sleep after learning improved recall of word pairs the next morning."},
-        {"_id": "103", "title": "Exercise and depression",
-         "text": "Aerobic exercise three times a week lowered depression scores as much as medication."},
+        {
+            "_id": "101",
+            "title": "Aspirin and heart attacks",
+            "text": "Daily low-dose aspirin reduced the risk of a first heart attack in men over fifty.",
+        },
+        {
+            "_id": "102",
+            "title": "Sleep and memory",
+            "text": "Slow-wave sleep after learning improved recall of word pairs the next morning.",
+        },
+        {
+            "_id": "103",
+            "title": "Exercise and depression",
+            "text": "Aerobic exercise three times a week lowered depression scores as much as medication.",
+        },
     ]

@@ -73,8 +73,9 @@ def test_ingest_user_mistakes_end_in_one_line(runner: CliRunner, tmp_path: Path)
 def test_ingest_with_field_mapping(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "custom.jsonl"
     path.write_text(json.dumps({"ref": "r1", "body": "Tardigrades survive the vacuum of space."}) + "\n")
-    report = _json(runner.invoke(cli, ["ingest", str(path), "--field", "id=ref", "--field", "text=body",
-                                       "--json"]).stdout)
+    report = _json(
+        runner.invoke(cli, ["ingest", str(path), "--field", "id=ref", "--field", "text=body", "--json"]).stdout
+    )
     assert report["documents_added"] == 1 and report["errors"] == []
     stats = _json(runner.invoke(cli, ["kb", "stats", "--json"]).stdout)
     assert stats["documents"] == 1

@@ -35,8 +35,9 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.asarray((a * b).sum(axis=1))
 
 
-def test_float_onnx_matches_torch(onnx_float_embedder: Embedder, torch_embedder: Embedder,
-                                  abstracts: list[str]) -> None:
+def test_float_onnx_matches_torch(
+    onnx_float_embedder: Embedder, torch_embedder: Embedder, abstracts: list[str]
+) -> None:
     texts = abstracts + QUERIES
     onnx_vectors = onnx_float_embedder.embed_documents(texts)
     torch_vectors = torch_embedder.embed_documents(texts)
@@ -53,8 +54,9 @@ def test_float_onnx_matches_torch(onnx_float_embedder: Embedder, torch_embedder:
 INT8_MIN_COSINE = 0.985 if read_cpu_info().int8_sums_saturate else 0.99
 
 
-def test_int8_onnx_stays_close_to_torch(onnx_embedder: Embedder, torch_embedder: Embedder,
-                                        abstracts: list[str]) -> None:
+def test_int8_onnx_stays_close_to_torch(
+    onnx_embedder: Embedder, torch_embedder: Embedder, abstracts: list[str]
+) -> None:
     documents = _cosines(onnx_embedder.embed_documents(abstracts), torch_embedder.embed_documents(abstracts))
     assert documents.min() >= INT8_MIN_COSINE, documents.min()
     assert documents.mean() >= 0.99, documents.mean()

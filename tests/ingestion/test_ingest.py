@@ -44,8 +44,9 @@ def test_folder_of_every_format_is_ingested_and_searchable(tmp_path: Path, kb: K
     assert any("plants.pdf#page=2" in hit.source_key for hit in hits)
 
 
-def test_second_ingest_of_unchanged_files_does_no_work(tmp_path: Path, kb: KnowledgeBase,
-                                                         counting: CountingEmbedder) -> None:
+def test_second_ingest_of_unchanged_files_does_no_work(
+    tmp_path: Path, kb: KnowledgeBase, counting: CountingEmbedder
+) -> None:
     docs = _folder(tmp_path)
     first = ingest_paths(kb, [docs], progress=False)
     embedded = counting.texts_embedded
@@ -130,10 +131,12 @@ def test_nothing_ingestible_is_not_a_success(tmp_path: Path, kb: KnowledgeBase) 
     assert not report.succeeded and report.documents_failed == 1
 
 
-def test_interrupted_ingest_is_finished_by_the_next_run(tmp_path: Path, kb: KnowledgeBase,
-                                                          counting: CountingEmbedder) -> None:
-    records = [{"_id": str(i), "title": f"Note {i}", "text": f"Observation number {i} about river deltas."}
-               for i in range(12)]
+def test_interrupted_ingest_is_finished_by_the_next_run(
+    tmp_path: Path, kb: KnowledgeBase, counting: CountingEmbedder
+) -> None:
+    records = [
+        {"_id": str(i), "title": f"Note {i}", "text": f"Observation number {i} about river deltas."} for i in range(12)
+    ]
     path = write_beir(tmp_path / "many.jsonl", records)
     counting.fail_on_call = 2  # the model dies during the second batch
     broken = ingest_paths(kb, [path], batch_size=4, progress=False)
@@ -153,8 +156,10 @@ def test_model_failure_midway_through_one_batch_keeps_the_groups_before_it(
     tmp_path: Path, kb: KnowledgeBase, counting: CountingEmbedder
 ) -> None:
     # One add_documents call, embedded in groups of ~256 chunks, each group one ahead of the group being stored.
-    records = [{"_id": str(i), "title": f"Gauge {i}", "text": f"Station {i} logged the river stage at dawn."}
-               for i in range(600)]
+    records = [
+        {"_id": str(i), "title": f"Gauge {i}", "text": f"Station {i} logged the river stage at dawn."}
+        for i in range(600)
+    ]
     path = write_beir(tmp_path / "gauges.jsonl", records)
     counting.fail_on_call = 3  # the third group's embedding fails
     broken = ingest_paths(kb, [path], progress=False)
@@ -172,8 +177,7 @@ def test_model_failure_midway_through_one_batch_keeps_the_groups_before_it(
 def test_progress_callback_and_kb_ingest_wrapper(tmp_path: Path, kb: KnowledgeBase) -> None:
     path = write_beir(tmp_path / "c.jsonl", beir_records())
     seen: list[tuple[int, int, int]] = []
-    report = kb.ingest([path], progress=lambda done, total, chunks: seen.append((done, total, chunks)),
-                       batch_size=2)
+    report = kb.ingest([path], progress=lambda done, total, chunks: seen.append((done, total, chunks)), batch_size=2)
     assert report.documents_added == 3
     assert seen[-1] == (3, 3, report.chunks_added)
     assert [done for done, _, _ in seen] == sorted(done for done, _, _ in seen)
@@ -196,8 +200,9 @@ async def test_async_ingest_keeps_the_event_loop_free(tmp_path: Path, kb: Knowle
     assert watch.ticks >= 5  # the loop kept running while embedding and Milvus worked
 
 
-def test_setup_time_is_reported_apart_from_throughput(tmp_path: Path, settings: Settings,
-                                                      counting: CountingEmbedder) -> None:
+def test_setup_time_is_reported_apart_from_throughput(
+    tmp_path: Path, settings: Settings, counting: CountingEmbedder
+) -> None:
     path = write_beir(tmp_path / "c.jsonl", beir_records())
     with KnowledgeBase(settings, embedder=counting) as fresh:
         report = ingest_paths(fresh, [path], progress=False)
@@ -236,20 +241,31 @@ ingest_paths(kb, [sys.argv[1]], batch_size=5, progress=False)
 
 
 @pytest.mark.slow
-def test_killed_ingest_is_finished_by_the_next_run(tmp_path: Path, settings: Settings,
-                                                    counting: CountingEmbedder) -> None:
+def test_killed_ingest_is_finished_by_the_next_run(
+    tmp_path: Path, settings: Settings, counting: CountingEmbedder
+) -> None:
     import os
     import signal
     import subprocess
     import sys
 
-    records = [{"_id": str(i), "title": f"Note {i}", "text": f"Finding {i}: sediment load shapes river deltas."}
-               for i in range(20)]
+    records = [
+        {"_id": str(i), "title": f"Note {i}", "text": f"Finding {i}: sediment load shapes river deltas."}
+        for i in range(20)
+    ]
     path = write_beir(tmp_path / "deltas.jsonl", records)
-    environment = {**os.environ, "RESEARCHCREW_DATA_DIR": str(settings.data_dir),
-                   "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(settings.embedding.cache_dir)}
-    crashed = subprocess.run([sys.executable, "-c", _CRASHING_INGEST, str(path)], env=environment,
-                             capture_output=True, timeout=300, check=False)
+    environment = {
+        **os.environ,
+        "RESEARCHCREW_DATA_DIR": str(settings.data_dir),
+        "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(settings.embedding.cache_dir),
+    }
+    crashed = subprocess.run(
+        [sys.executable, "-c", _CRASHING_INGEST, str(path)],
+        env=environment,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr.decode()[-2000:]
 
     with KnowledgeBase(settings, embedder=counting) as kb:

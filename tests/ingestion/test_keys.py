@@ -7,16 +7,18 @@ from pathlib import Path
 from researchcrew.cli.kb import keys_under
 from researchcrew.knowledge.ingest import keys_of_file
 
-KEYS = sorted([
-    "/data/b.md",
-    "/data/b.md#1",
-    "/data/b.md#x#y",
-    "/data/b.md.bak",
-    "/data/b.mdx#2",
-    "/data/C#/notes.md",
-    "/data/C#/deep/more.jsonl#r1",
-    "/data/Cx/other.md",
-])
+KEYS = sorted(
+    [
+        "/data/b.md",
+        "/data/b.md#1",
+        "/data/b.md#x#y",
+        "/data/b.md.bak",
+        "/data/b.mdx#2",
+        "/data/C#/notes.md",
+        "/data/C#/deep/more.jsonl#r1",
+        "/data/Cx/other.md",
+    ]
+)
 
 
 def test_keys_of_file_takes_the_file_and_its_records_only() -> None:

@@ -128,8 +128,13 @@ def test_jsonl_bundled_demo_layout_detected() -> None:
 
 def test_jsonl_field_mapping_with_dotted_names(tmp_path: Path) -> None:
     path = tmp_path / "notes.jsonl"
-    record = {"key": "n-1", "headline": "ignored by the mapping", "body": {"main": "Mapped body text."},
-              "meta": {"when": "2020-02-03", "link": "https://example.org/n-1"}, "heading": "The mapped title"}
+    record = {
+        "key": "n-1",
+        "headline": "ignored by the mapping",
+        "body": {"main": "Mapped body text."},
+        "meta": {"when": "2020-02-03", "link": "https://example.org/n-1"},
+        "heading": "The mapped title",
+    }
     path.write_text(json.dumps(record) + "\n")
     mapping = parse_field_map(["id=key", "text=body.main", "title=heading", "date=meta.when", "url=meta.link"])
     (document,) = load_file(path, field_map=mapping).documents
@@ -216,13 +221,30 @@ def test_content_sniffing_for_files_without_a_known_extension(tmp_path: Path) ->
 def test_discover_files_folders_and_globs(tmp_path: Path) -> None:
     (tmp_path / "docs" / "sub").mkdir(parents=True)
     (tmp_path / "docs" / ".hidden").mkdir()
-    for name in ("docs/a.md", "docs/sub/b.txt", "docs/sub/c.HTML", "docs/.hidden/d.md", "docs/.e.md",
-                 "docs/picture.png", "top.jsonl"):
+    for name in (
+        "docs/a.md",
+        "docs/sub/b.txt",
+        "docs/sub/c.HTML",
+        "docs/.hidden/d.md",
+        "docs/.e.md",
+        "docs/picture.png",
+        "top.jsonl",
+    ):
         (tmp_path / name).write_text("x")
-    found = discover([tmp_path / "docs", str(tmp_path / "*.jsonl"), tmp_path / "docs" / "a.md",
-                      str(tmp_path / "nothing-*.pdf"), tmp_path / "missing.md"])
+    found = discover(
+        [
+            tmp_path / "docs",
+            str(tmp_path / "*.jsonl"),
+            tmp_path / "docs" / "a.md",
+            str(tmp_path / "nothing-*.pdf"),
+            tmp_path / "missing.md",
+        ]
+    )
     assert [p.relative_to(tmp_path).as_posix() for p in found.files] == [
-        "docs/a.md", "docs/sub/b.txt", "docs/sub/c.HTML", "top.jsonl"
+        "docs/a.md",
+        "docs/sub/b.txt",
+        "docs/sub/c.HTML",
+        "top.jsonl",
     ]
     assert [p.name for p in found.ignored] == ["picture.png"]
     assert [(Path(i.file).name, i.reason) for i in found.issues] == [

@@ -19,8 +19,10 @@ def _fits(chunker: Chunker, counter: TokenCounter, chunk_title: str | None, head
 
 def test_sections_headings_and_positions(token_counter: TokenCounter) -> None:
     chunker = Chunker(token_counter, max_tokens=64, overlap_tokens=8)
-    text = "Preamble line.\n\n# Methods\n\nWe measured things. " + "Then we measured more things. " * 12 + (
-        "\n\n## Results\n\nIt worked."
+    text = (
+        "Preamble line.\n\n# Methods\n\nWe measured things. "
+        + "Then we measured more things. " * 12
+        + ("\n\n## Results\n\nIt worked.")
     )
     chunks = chunker.chunk(Document(source_key="k", text=text, title="A study"))
     assert [chunk.position for chunk in chunks] == list(range(len(chunks)))
@@ -93,8 +95,11 @@ _word = st.one_of(
     st.from_regex(r"[a-z]{1,12}", fullmatch=True),
     st.from_regex(r"[A-Z][a-z]{0,8}[.!?]", fullmatch=True),
     st.from_regex(r"[0-9]{1,6}(\.[0-9]{1,3})?%?", fullmatch=True),
-    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")), min_size=1,
-            max_size=30),
+    st.text(
+        alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
+        min_size=1,
+        max_size=30,
+    ),
 )
 _line = st.one_of(
     st.lists(_word, min_size=1, max_size=60).map(" ".join),

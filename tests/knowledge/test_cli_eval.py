@@ -37,9 +37,22 @@ def beir(tmp_path: Path) -> Path:
 
 def test_eval_retrieval_json_with_compare(beir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCHCREW_EMBEDDING__BACKEND", "torch")
-    args = ["eval", "retrieval", "--corpus", str(beir / "corpus.jsonl"), "--queries", str(beir / "queries.jsonl"),
-            "--qrels", str(beir / "qrels.tsv"), "--split-file", str(beir / "split.json"),
-            "--index", str(beir / "index.db"), "--compare", "--json"]
+    args = [
+        "eval",
+        "retrieval",
+        "--corpus",
+        str(beir / "corpus.jsonl"),
+        "--queries",
+        str(beir / "queries.jsonl"),
+        "--qrels",
+        str(beir / "qrels.tsv"),
+        "--split-file",
+        str(beir / "split.json"),
+        "--index",
+        str(beir / "index.db"),
+        "--compare",
+        "--json",
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
@@ -56,8 +69,16 @@ def test_eval_retrieval_json_with_compare(beir: Path, monkeypatch: pytest.Monkey
 
 def test_eval_retrieval_table_and_bad_input(beir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCHCREW_EMBEDDING__BACKEND", "torch")
-    args = ["eval", "retrieval", "--corpus", str(beir / "corpus.jsonl"), "--queries", str(beir / "queries.jsonl"),
-            "--qrels", str(beir / "qrels.tsv")]
+    args = [
+        "eval",
+        "retrieval",
+        "--corpus",
+        str(beir / "corpus.jsonl"),
+        "--queries",
+        str(beir / "queries.jsonl"),
+        "--qrels",
+        str(beir / "qrels.tsv"),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert "pipeline (hybrid)" in result.output and "nDCG@10" in result.output

@@ -50,9 +50,11 @@ def test_hybrid_search_finds_the_right_document(kb: KnowledgeBase) -> None:
 
 
 def test_bm25_matches_a_chunk_by_the_text_around_it(kb: KnowledgeBase) -> None:
-    text = ("# Stations\n\nPlankton nets were towed near the xylograph buoy.\n\n"
-            "# Midway\n\nThe survey team logged the water temperature and the salinity.\n\n"
-            "# Overflight\n\nFinally the zeppelin overflight mapped the bloom.")
+    text = (
+        "# Stations\n\nPlankton nets were towed near the xylograph buoy.\n\n"
+        "# Midway\n\nThe survey team logged the water temperature and the salinity.\n\n"
+        "# Overflight\n\nFinally the zeppelin overflight mapped the bloom."
+    )
     report = kb.add_documents([Document(source_key="cruise.md", title="A cruise", text=text)])
     assert report.chunks_added == 3  # one per section
     # "zeppelin" is in the last chunk only: BM25 also finds the chunk just before it, not the first one.
@@ -64,10 +66,14 @@ def test_bm25_matches_a_chunk_by_the_text_around_it(kb: KnowledgeBase) -> None:
 
 
 def test_hyphenated_names_match_their_unhyphenated_spelling(kb: KnowledgeBase) -> None:
-    kb.add_documents([
-        Document(source_key="il6.md", title="Cytokines after surgery", text="Serum IL-6 rose sharply after surgery."),
-        Document(source_key="il2.md", title="T-cell growth", text="IL-2 signalling drives T-cell proliferation."),
-    ])
+    kb.add_documents(
+        [
+            Document(
+                source_key="il6.md", title="Cytokines after surgery", text="Serum IL-6 rose sharply after surgery."
+            ),
+            Document(source_key="il2.md", title="T-cell growth", text="IL-2 signalling drives T-cell proliferation."),
+        ]
+    )
     assert [hit.source_key for hit in kb.search("IL6", mode="bm25")] == ["il6.md"]
     assert kb.search("IL-6 after surgery", top_k=1)[0].source_key == "il6.md"
 
@@ -155,7 +161,7 @@ def test_interrupted_insert_is_detected_and_finished(kb: KnowledgeBase) -> None:
     kb.add_documents([long_doc])
     assert kb.stats().chunks == 4
     # Simulate a crash after the first rows of the document were written: drop two of its four rows.
-    kb.store.delete(f"{schema.SOURCE_KEY} == \"long.md\" and {schema.POSITION} >= 2")
+    kb.store.delete(f'{schema.SOURCE_KEY} == "long.md" and {schema.POSITION} >= 2')
     assert "long.md" not in kb.document_index()
     assert kb.stats().incomplete_documents == 1
     report = kb.add_documents([long_doc])
@@ -175,13 +181,28 @@ def test_crash_during_replacement_keeps_the_old_version(kb: KnowledgeBase) -> No
     kb.store.upsert([])  # no-op call keeps the store's API exercised
     partial = kb.chunker.chunk(new)[:1]
     vector = kb.embedder.embed_documents([partial[0].text])[0].tolist()
-    kb.store.upsert([{
-        schema.PK: schema.primary_key(new.source_key, partial[0].chunk_id), schema.CHUNK_ID: partial[0].chunk_id,
-        schema.DOC_ID: new.doc_id, schema.SOURCE_KEY: new.source_key, schema.SOURCE: "notes", schema.TITLE: "",
-        schema.URL: "", schema.HEADING: "", schema.TEXT: partial[0].text, schema.SEARCH_TEXT: "photosynthesis",
-        schema.DATE: schema.NO_DATE, schema.POSITION: 0, schema.CHUNK_COUNT: len(kb.chunker.chunk(new)),
-        schema.INGESTED_AT: int(time.time()), schema.METADATA: {}, schema.DENSE: vector,
-    }])
+    kb.store.upsert(
+        [
+            {
+                schema.PK: schema.primary_key(new.source_key, partial[0].chunk_id),
+                schema.CHUNK_ID: partial[0].chunk_id,
+                schema.DOC_ID: new.doc_id,
+                schema.SOURCE_KEY: new.source_key,
+                schema.SOURCE: "notes",
+                schema.TITLE: "",
+                schema.URL: "",
+                schema.HEADING: "",
+                schema.TEXT: partial[0].text,
+                schema.SEARCH_TEXT: "photosynthesis",
+                schema.DATE: schema.NO_DATE,
+                schema.POSITION: 0,
+                schema.CHUNK_COUNT: len(kb.chunker.chunk(new)),
+                schema.INGESTED_AT: int(time.time()),
+                schema.METADATA: {},
+                schema.DENSE: vector,
+            }
+        ]
+    )
     assert kb.document_index() == {old.source_key: old.doc_id}  # the key is never empty
     report = kb.add_documents([new])
     assert report.documents_replaced == 1
@@ -250,9 +271,7 @@ def test_unavailable_reranker_is_skipped_with_one_notice(
     settings: Settings, embedder: Embedder, caplog: pytest.LogCaptureFixture
 ) -> None:
     rerank = settings.retrieval.rerank.model_copy(update={"enabled": True, "model": "/nonexistent/cross-encoder"})
-    configured = settings.model_copy(
-        update={"retrieval": settings.retrieval.model_copy(update={"rerank": rerank})}
-    )
+    configured = settings.model_copy(update={"retrieval": settings.retrieval.model_copy(update={"rerank": rerank})})
     with KnowledgeBase(configured, embedder=embedder) as kb, caplog.at_level(logging.WARNING):
         kb.add_documents(CORPUS)
         first = kb.search("magma and ash", top_k=2)

@@ -20,8 +20,15 @@ def _grpc_error_record(method_name: str) -> logging.LogRecord:
         raiser()
     except NotImplementedError:
         exc_info = sys.exc_info()
-    return logging.LogRecord("grpc._server", logging.ERROR, __file__, 1,
-                             "Exception calling application: %s", ("Method not implemented!",), exc_info)
+    return logging.LogRecord(
+        "grpc._server",
+        logging.ERROR,
+        __file__,
+        1,
+        "Exception calling application: %s",
+        ("Method not implemented!",),
+        exc_info,
+    )
 
 
 @pytest.mark.parametrize(("method", "shown"), [("AllocTimestamp", False), ("Search", True)])

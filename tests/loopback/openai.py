@@ -85,16 +85,19 @@ class OpenAIChatService:
             message = f"Unknown request URL: {request.method} {request.path}"
             return error_reply(404, message, type_="invalid_request_error", code="unknown_url")
         if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
-            return error_reply(401, "Incorrect API key provided.", type_="invalid_request_error",
-                               code="invalid_api_key")
+            return error_reply(
+                401, "Incorrect API key provided.", type_="invalid_request_error", code="invalid_api_key"
+            )
         try:
             body = request.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
-            return error_reply(400, "We could not parse the JSON body of your request.", type_="invalid_request_error",
-                               code=None)
+            return error_reply(
+                400, "We could not parse the JSON body of your request.", type_="invalid_request_error", code=None
+            )
         if body.get("stream"):
-            return error_reply(400, "This fake serves non-streaming requests only.", type_="invalid_request_error",
-                               code=None)
+            return error_reply(
+                400, "This fake serves non-streaming requests only.", type_="invalid_request_error", code=None
+            )
         with self._lock:
             self.bodies.append(body)
             number = len(self.bodies)

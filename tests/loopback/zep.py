@@ -144,9 +144,16 @@ class FakeZep:
             return _error(f"bad request: user already exists with user_id: {user_id}", 400)
         self._next_id += 1
         user = {
-            "uuid": str(uuid.uuid4()), "id": self._next_id, "created_at": _now(), "updated_at": _now(),
-            "deleted_at": None, "user_id": user_id, "email": body.get("email"), "first_name": body.get("first_name"),
-            "last_name": body.get("last_name"), "project_uuid": "00000000-0000-0000-0000-000000000000",
+            "uuid": str(uuid.uuid4()),
+            "id": self._next_id,
+            "created_at": _now(),
+            "updated_at": _now(),
+            "deleted_at": None,
+            "user_id": user_id,
+            "email": body.get("email"),
+            "first_name": body.get("first_name"),
+            "last_name": body.get("last_name"),
+            "project_uuid": "00000000-0000-0000-0000-000000000000",
             "metadata": body.get("metadata"),
         }
         self.users[user_id] = user
@@ -173,9 +180,16 @@ class FakeZep:
             return _error(f"bad request: session {session_id} already exists", 400)
         self._next_id += 1
         session = {
-            "uuid": str(uuid.uuid4()), "id": self._next_id, "created_at": _now(), "updated_at": _now(),
-            "deleted_at": None, "ended_at": None, "session_id": session_id, "metadata": body.get("metadata"),
-            "user_id": user_id, "project_uuid": "00000000-0000-0000-0000-000000000000",
+            "uuid": str(uuid.uuid4()),
+            "id": self._next_id,
+            "created_at": _now(),
+            "updated_at": _now(),
+            "deleted_at": None,
+            "ended_at": None,
+            "session_id": session_id,
+            "metadata": body.get("metadata"),
+            "user_id": user_id,
+            "project_uuid": "00000000-0000-0000-0000-000000000000",
         }
         self.sessions[session_id] = session
         return Reply.json(session, status=201)
@@ -198,12 +212,18 @@ class FakeZep:
             return _error("bad request: message_uuid already exists", 400)
         stored = self.messages.setdefault(session_id, [])
         for message in incoming:
-            stored.append({
-                "uuid": (message.get("uuid") if self.honour_uuids else None) or str(uuid.uuid4()),
-                "created_at": _now(), "updated_at": _now(),
-                "role": message.get("role"), "role_type": message["role_type"], "content": message.get("content"),
-                "metadata": message.get("metadata"), "token_count": 0,
-            })
+            stored.append(
+                {
+                    "uuid": (message.get("uuid") if self.honour_uuids else None) or str(uuid.uuid4()),
+                    "created_at": _now(),
+                    "updated_at": _now(),
+                    "role": message.get("role"),
+                    "role_type": message["role_type"],
+                    "content": message.get("content"),
+                    "metadata": message.get("metadata"),
+                    "token_count": 0,
+                }
+            )
         return Reply.json({"message": "OK"}, status=201)
 
     def _get_memory(self, session_id: str, query: dict[str, list[str]]) -> Reply:
@@ -215,7 +235,7 @@ class FakeZep:
         if not stored:
             return _error("not found", 404)
         user_id = self.sessions[session_id]["user_id"]
-        return Reply.json({"messages": stored[-(lastn or 6):], "relevant_facts": self.facts.get(user_id, [])})
+        return Reply.json({"messages": stored[-(lastn or 6) :], "relevant_facts": self.facts.get(user_id, [])})
 
     def _list_messages(self, session_id: str, query: dict[str, list[str]]) -> Reply:
         if session_id not in self.sessions:

@@ -75,7 +75,12 @@ def turn(
     ]
     reports = [SourceReport(source_type=s, tool_name=f"{s}_tool", status="success", chunk_count=1) for s in sources]
     response = FinalResponse(
-        query=query, answer=answer, citations=citations, source_reports=reports, confidence=0.7,
-        created_at=asked + timedelta(seconds=2), **({"response_id": response_id} if response_id else {}),
+        query=query,
+        answer=answer,
+        citations=citations,
+        source_reports=reports,
+        confidence=0.7,
+        created_at=asked + timedelta(seconds=2),
+        **({"response_id": response_id} if response_id else {}),
     )
     return query, response

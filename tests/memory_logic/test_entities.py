@@ -32,35 +32,61 @@ def _types(question: str, answer: str) -> dict[str, str]:
 def test_rag_exchange() -> None:
     found = _types(*exchanges.RAG)
     assert found == {
-        "Retrieval-Augmented Generation": "method", "RAG": "method", "Dense Passage Retrieval": "method",
-        "DPR": "method", "2005.11401": "paper", "BART": "model", "T5": "model", "Lewis": "person",
-        "Natural Questions": "concept", "Wikipedia": "concept",
+        "Retrieval-Augmented Generation": "method",
+        "RAG": "method",
+        "Dense Passage Retrieval": "method",
+        "DPR": "method",
+        "2005.11401": "paper",
+        "BART": "model",
+        "T5": "model",
+        "Lewis": "person",
+        "Natural Questions": "concept",
+        "Wikipedia": "concept",
     }
 
 
 def test_bert_exchange() -> None:
     found = _types(*exchanges.BERT)
     assert found == {
-        "BERT": "model", "Bidirectional Encoder Representations from Transformers": "model",
-        "Jacob Devlin": "person", "Google AI Language": "organization", "MLM": "method",
-        "masked language modeling": "method", "BooksCorpus": "dataset", "English Wikipedia": "concept",
-        "RoBERTa": "model", "GLUE": "dataset", "SQuAD": "dataset", "10.18653/v1/N19-1423": "paper",
+        "BERT": "model",
+        "Bidirectional Encoder Representations from Transformers": "model",
+        "Jacob Devlin": "person",
+        "Google AI Language": "organization",
+        "MLM": "method",
+        "masked language modeling": "method",
+        "BooksCorpus": "dataset",
+        "English Wikipedia": "concept",
+        "RoBERTa": "model",
+        "GLUE": "dataset",
+        "SQuAD": "dataset",
+        "10.18653/v1/N19-1423": "paper",
     }
 
 
 def test_scifact_exchange() -> None:
     found = _types(*exchanges.SCIFACT)
     assert found == {
-        "SciFact": "dataset", "Allen Institute for AI": "organization", "VeriSci": "concept", "BEIR": "dataset",
-        "NDCG@10": "metric", "BM25": "method",
+        "SciFact": "dataset",
+        "Allen Institute for AI": "organization",
+        "VeriSci": "concept",
+        "BEIR": "dataset",
+        "NDCG@10": "metric",
+        "BM25": "method",
     }
 
 
 def test_dense_retrieval_exchange() -> None:
     found = _types(*exchanges.DENSE)
     assert found == {
-        "Thakur": "person", "BEIR": "dataset", "2104.08663": "paper", "BM25": "method", "DPR": "method",
-        "ColBERT": "model", "SPLADE": "model", "Reciprocal Rank Fusion": "method", "RRF": "method",
+        "Thakur": "person",
+        "BEIR": "dataset",
+        "2104.08663": "paper",
+        "BM25": "method",
+        "DPR": "method",
+        "ColBERT": "model",
+        "SPLADE": "model",
+        "Reciprocal Rank Fusion": "method",
+        "RRF": "method",
     }
 
 
@@ -68,8 +94,27 @@ def test_dense_retrieval_exchange() -> None:
 def test_no_junk_from_sentence_starts_headings_emphasis_or_labels(name: str) -> None:
     question, answer = exchanges.ALL[name]
     names = {normalize(m.name) for m in rules.extract_sync([question, answer]).mentions}
-    junk = {"overview", "however", "it", "the", "on", "not always", "systems", "supports", "refutes", "in",
-            "what", "how", "is", "unlike", "late", "hybrid", "transformers", "ai", "google"}
+    junk = {
+        "overview",
+        "however",
+        "it",
+        "the",
+        "on",
+        "not always",
+        "systems",
+        "supports",
+        "refutes",
+        "in",
+        "what",
+        "how",
+        "is",
+        "unlike",
+        "late",
+        "hybrid",
+        "transformers",
+        "ai",
+        "google",
+    }
     assert not names & junk
 
 
@@ -98,8 +143,9 @@ def test_acronym_definitions_become_abbreviation_relations_both_ways_round() -> 
 
 def test_repeated_mentions_in_one_exchange_are_one_entity_with_more_confidence() -> None:
     once = {m.name: m for m in rules.extract_sync(["We evaluate on SciFact."]).mentions}
-    thrice = {m.name: m for m in rules.extract_sync(["We evaluate on SciFact. SciFact is small. So is SciFact."])
-              .mentions}
+    thrice = {
+        m.name: m for m in rules.extract_sync(["We evaluate on SciFact. SciFact is small. So is SciFact."]).mentions
+    }
     assert list(thrice) == ["SciFact"] and thrice["SciFact"].confidence > once["SciFact"].confidence
 
 
@@ -130,10 +176,34 @@ def test_markdown_links_and_citation_markers_are_cleaned_but_link_targets_kept()
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8", categories=["L", "N", "P", "Zs", "S"]), max_size=400)
-       | st.lists(st.sampled_from(["BERT", "SciFact", "The", "Dense", "Retrieval", "(DPR)", "of", "et", "al.", ".",
-                                   "2104.12255", "10.1/x", "GPT-4", "\n", "##", "-", "Hinton", "and"]),
-                  max_size=60).map(" ".join))
+@given(
+    st.text(alphabet=st.characters(codec="utf-8", categories=["L", "N", "P", "Zs", "S"]), max_size=400)
+    | st.lists(
+        st.sampled_from(
+            [
+                "BERT",
+                "SciFact",
+                "The",
+                "Dense",
+                "Retrieval",
+                "(DPR)",
+                "of",
+                "et",
+                "al.",
+                ".",
+                "2104.12255",
+                "10.1/x",
+                "GPT-4",
+                "\n",
+                "##",
+                "-",
+                "Hinton",
+                "and",
+            ]
+        ),
+        max_size=60,
+    ).map(" ".join)
+)
 def test_extraction_never_fails_and_only_names_what_the_text_contains(text: str) -> None:
     found = rules.extract_sync([text])
     haystack = clean_text(text)
@@ -181,8 +251,13 @@ async def test_llm_extraction_adds_types_and_typed_relations_and_drops_what_the_
 
 @pytest.mark.parametrize(
     "failure",
-    ["I could not find any entities, sorry.", '{"entities": [{"name": ""}]}', '{"entities": "SciFact"}',
-     RuntimeError("provider exploded"), ConnectionError("refused")],
+    [
+        "I could not find any entities, sorry.",
+        '{"entities": [{"name": ""}]}',
+        '{"entities": "SciFact"}',
+        RuntimeError("provider exploded"),
+        ConnectionError("refused"),
+    ],
 )
 async def test_llm_failures_fall_back_to_the_rules(failure: str | BaseException) -> None:
     found = await LLMEntityExtractor(FakeLLM([failure])).extract(list(exchanges.SCIFACT))
@@ -197,6 +272,8 @@ async def test_a_slow_llm_is_cut_off_and_the_rules_answer() -> None:
 
 
 def test_parse_answer_accepts_bare_json_and_snake_cases_relations() -> None:
-    answer = parse_answer('Sure: {"entities": [], "relations": [{"source": "a", "target": "b", '
-                          '"relation": "Evaluated On"}]} Hope this helps.')
+    answer = parse_answer(
+        'Sure: {"entities": [], "relations": [{"source": "a", "target": "b", '
+        '"relation": "Evaluated On"}]} Hope this helps.'
+    )
     assert answer.relations[0].relation == "evaluated_on"

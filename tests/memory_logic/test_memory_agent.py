@@ -42,8 +42,7 @@ async def store(database: Database, embedder: Embedder) -> AsyncIterator[MemoryS
 
 def _input(user: str, session: str, pair: tuple[str, str], minutes: int = 0, **context: Any) -> MemoryInput:
     query, response = turn(user, session, pair[0], pair[1], minutes=minutes)
-    return MemoryInput(query=query, final_response=response, user_id=user, session_id=session,
-                       context=context or None)
+    return MemoryInput(query=query, final_response=response, user_id=user, session_id=session, context=context or None)
 
 
 class Breaking:
@@ -92,20 +91,22 @@ async def test_a_run_stores_history_entities_relationships_and_preferences(store
 
 async def test_entity_and_relationship_counts_over_four_research_exchanges(store: MemoryStore) -> None:
     agent = MemoryAgent(store)
-    outputs = [
-        await agent.run(_input("ada", "s1", pair, minutes=i)) for i, pair in enumerate(exchanges.ALL.values())
-    ]
+    outputs = [await agent.run(_input("ada", "s1", pair, minutes=i)) for i, pair in enumerate(exchanges.ALL.values())]
 
     assert [o.status for o in outputs] == ["success"] * 4
-    per_exchange = [{normalize(m.name) for m in RuleBasedExtractor().extract_sync(list(p)).mentions}
-                    for p in exchanges.ALL.values()]
+    per_exchange = [
+        {normalize(m.name) for m in RuleBasedExtractor().extract_sync(list(p)).mentions} for p in exchanges.ALL.values()
+    ]
     distinct = set().union(*per_exchange)
     assert sum(o.entities_added for o in outputs) == len(distinct) == 34
     assert sum(o.entities_updated for o in outputs) == sum(len(s) for s in per_exchange) - len(distinct) == 3
     entities = {e.name: e for e in await store.entities(user_id="ada", limit=100)}
     assert len(entities) == len(distinct)
     assert {n: entities[n].mention_count for n in ("BM25", "BEIR", "DPR", "SciFact")} == {
-        "BM25": 2, "BEIR": 2, "DPR": 2, "SciFact": 1,
+        "BM25": 2,
+        "BEIR": 2,
+        "DPR": 2,
+        "SciFact": 1,
     }
     # No pair of entities shares a sentence in two of these exchanges, so every relation found is new.
     found = [len(RuleBasedExtractor().extract_sync(list(p)).relations) for p in exchanges.ALL.values()]
@@ -178,8 +179,14 @@ async def test_a_hung_step_is_cut_off_at_the_step_timeout(store: MemoryStore) ->
 
 
 async def test_when_everything_fails_the_status_is_failed_and_nothing_raises(store: MemoryStore) -> None:
-    broken = Breaking(store, add_exchange=_raise, record_entities=_raise, record_relationships=_raise,
-                      history=_raise, update_preferences=_raise)
+    broken = Breaking(
+        store,
+        add_exchange=_raise,
+        record_entities=_raise,
+        record_relationships=_raise,
+        history=_raise,
+        update_preferences=_raise,
+    )
     output = await MemoryAgent(broken).run(_input("ada", "s1", exchanges.RAG))  # type: ignore[arg-type]
     assert output.status == "failed" and not output.conversation_entry_added
     assert output.error_message is not None and output.error_message.count("database is locked") == 4
@@ -204,13 +211,19 @@ async def test_zep_mirror_writes_are_queued_then_delivered_with_role_types(store
             await zep.aclose()
     assert report.delivered == 1
     stored = fake.messages[zep_session_id("ada", "s1")]
-    assert [(m["role_type"], m["content"]) for m in stored] == [("user", exchanges.RAG[0]),
-                                                                ("assistant", exchanges.RAG[1])]
+    assert [(m["role_type"], m["content"]) for m in stored] == [
+        ("user", exchanges.RAG[0]),
+        ("assistant", exchanges.RAG[1]),
+    ]
 
 
 async def test_with_an_llm_typed_relations_are_recorded(store: MemoryStore) -> None:
-    llm = FakeLLM(['{"entities": [{"name": "VeriSci", "type": "model"}, {"name": "SciFact", "type": "dataset"}], '
-                   '"relations": [{"source": "VeriSci", "target": "SciFact", "relation": "evaluated_on"}]}'])
+    llm = FakeLLM(
+        [
+            '{"entities": [{"name": "VeriSci", "type": "model"}, {"name": "SciFact", "type": "dataset"}], '
+            '"relations": [{"source": "VeriSci", "target": "SciFact", "relation": "evaluated_on"}]}'
+        ]
+    )
     output = await MemoryAgent(store, llm=llm).run(_input("ada", "s1", exchanges.SCIFACT))
 
     assert output.status == "success" and len(llm.calls) == 1
@@ -290,8 +303,13 @@ print(json.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"zep_python", 
 
 def _heavy_modules_loaded(tmp_path: Path, backend: str) -> list[str]:
     url = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
-    child = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, url, backend], cwd=PROJECT_ROOT,
-                           capture_output=True, text=True, timeout=120)
+    child = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE, url, backend],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert child.returncode == 0, child.stderr
     loaded: list[str] = json.loads(child.stdout)
     return loaded

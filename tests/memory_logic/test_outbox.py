@@ -123,8 +123,10 @@ async def test_a_write_zep_refuses_for_good_is_dead_with_its_reason_and_the_rest
     outbox_store: MemoryStore, zep: ZepMemory, zep_server: LoopbackServer, fake_zep: FakeZep
 ) -> None:
     def refuse_user1(request: Request) -> Reply | None:
-        if request.path.endswith("/memory") and request.method == "POST" and zep_session_id("user1", "session1") in (
-            request.path
+        if (
+            request.path.endswith("/memory")
+            and request.method == "POST"
+            and zep_session_id("user1", "session1") in (request.path)
         ):
             return Reply.json({"message": "bad request: something Zep will never accept"}, status=400)
         return None
@@ -243,8 +245,6 @@ def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
         assert max(delays) - min(delays) > 0  # jittered, so retrying workers do not move in lockstep
 
 
-
-
 async def test_stopping_is_prompt_even_while_the_circuit_is_open(
     outbox_store: MemoryStore, zep: ZepMemory, zep_server: LoopbackServer, fake_zep: FakeZep
 ) -> None:
@@ -280,4 +280,3 @@ async def test_a_cycle_records_its_deliveries_in_one_store_transaction(
     assert [len(batch) for batch in calls] == [32, 8]  # one transaction per cycle, not one per row
     stored = [(await outbox_store.export_user(user_id=user))["outbox"] for user in ("user0", "user1", "user2")]
     assert sorted(i for batch in calls for i in batch) == sorted(item["id"] for items in stored for item in items)
-

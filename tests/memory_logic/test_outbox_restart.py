@@ -40,8 +40,15 @@ async def test_pending_writes_of_a_killed_process_are_delivered_after_restart_ex
     fake.fault = store_then_stall
     with LoopbackServer(fake.route) as server:
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "tests.memory_logic.outbox_child", database_url, server.url, str(TURNS),
-            cwd=PROJECT_ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "tests.memory_logic.outbox_child",
+            database_url,
+            server.url,
+            str(TURNS),
+            cwd=PROJECT_ROOT,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         try:
             assert child.stdout is not None and child.stderr is not None

@@ -35,7 +35,11 @@ def test_a_format_needs_to_lead_the_recent_window_to_win() -> None:
     c, t = RequestSignals(response_format="concise"), RequestSignals(response_format="technical")
     states = _replay([c, c, t, t, t])
     assert [s.preferences.response_format for s in states] == [
-        "detailed", "concise", "concise", "concise", "technical",  # 2–2 is a tie: no change until technical leads
+        "detailed",
+        "concise",
+        "concise",
+        "concise",
+        "technical",  # 2–2 is a tie: no change until technical leads
     ]
     assert states[-1].format_requests == {"concise": 2, "technical": 3}
 
@@ -73,8 +77,13 @@ def test_a_retried_exchange_is_not_counted_twice() -> None:
 
 @pytest.mark.parametrize(
     "context",
-    [None, {}, {"request": "concise"}, {"request": {"response_format": "shouty"}},
-     {"request": {"preferred_sources": ["Not A Source!"]}}],
+    [
+        None,
+        {},
+        {"request": "concise"},
+        {"request": {"response_format": "shouty"}},
+        {"request": {"preferred_sources": ["Not A Source!"]}},
+    ],
 )
 def test_unreadable_signals_say_nothing(context: dict[str, object] | None) -> None:
     assert RequestSignals.from_context(context).empty
@@ -94,13 +103,14 @@ async def store(database: Database) -> AsyncIterator[MemoryStore]:
         await memory.close()
 
 
-async def _exchange(store: MemoryStore, learner: PreferenceLearner, user: str, i: int, signals: RequestSignals,
-                    session: str = "s1") -> bool:
+async def _exchange(
+    store: MemoryStore, learner: PreferenceLearner, user: str, i: int, signals: RequestSignals, session: str = "s1"
+) -> bool:
     query, response = turn(user, session, f"question {i}", f"answer {i}", minutes=i)
-    record = await store.add_exchange(user_id=user, session_id=session, query=query, response=response,
-                                      context=signals.as_context())
-    return await learner.observe(user_id=user, response_id=response.response_id, signals=signals,
-                                 count=record.created)
+    record = await store.add_exchange(
+        user_id=user, session_id=session, query=query, response=response, context=signals.as_context()
+    )
+    return await learner.observe(user_id=user, response_id=response.response_id, signals=signals, count=record.created)
 
 
 async def test_preferences_accumulate_over_turns_and_sessions_in_the_store(

@@ -35,7 +35,9 @@ async def test_a_turn_is_mirrored_with_role_types_our_ids_and_the_api_key(
     assert outcome == "delivered"
     zid = zep_session_id("ada", "s1")
     assert [(r.method, r.path) for r in zep_server.requests] == [
-        ("POST", "/api/v2/users"), ("POST", "/api/v2/sessions"), ("POST", f"/api/v2/sessions/{zid}/memory"),
+        ("POST", "/api/v2/users"),
+        ("POST", "/api/v2/sessions"),
+        ("POST", f"/api/v2/sessions/{zid}/memory"),
     ]
     assert all(r.headers["authorization"] == f"Api-Key {API_KEY}" for r in zep_server.requests)
     assert zep_server.requests[0].json() == {"metadata": {"created_by": "researchcrew"}, "user_id": "ada"}
@@ -87,8 +89,10 @@ async def test_users_and_sessions_that_already_exist_are_fine_and_delivery_is_id
     paths = [(r.method, r.path) for r in zep_server.requests[3:]]
     zid = zep_session_id("ada", "s1")
     assert paths == [
-        ("POST", "/api/v2/users"), ("GET", "/api/v2/users/ada"),
-        ("POST", "/api/v2/sessions"), ("GET", f"/api/v2/sessions/{zid}"),
+        ("POST", "/api/v2/users"),
+        ("GET", "/api/v2/users/ada"),
+        ("POST", "/api/v2/sessions"),
+        ("GET", f"/api/v2/sessions/{zid}"),
         ("POST", f"/api/v2/sessions/{zid}/memory"),
     ]
     assert len(fake_zep.all_messages()) == 2 and fake_zep.duplicates() == {}
@@ -159,8 +163,9 @@ async def test_ids_with_slashes_and_spaces_stay_one_path_segment(
 async def test_a_message_over_the_servers_limit_is_sent_truncated(zep: ZepMemory, fake_zep: FakeZep) -> None:
     fake_zep.max_message_chars = 2_500  # Zep's free plan
     long_answer = "Dense retrieval encodes passages. " * 200
-    outcome = await zep.deliver_turn(user_id="ada", session_id="s1",
-                                     messages=_messages("ada", "s1", "Explain DPR", long_answer))
+    outcome = await zep.deliver_turn(
+        user_id="ada", session_id="s1", messages=_messages("ada", "s1", "Explain DPR", long_answer)
+    )
     assert outcome == "delivered"
     stored = fake_zep.all_messages()
     assert len(stored[1]["content"]) <= 2_500 and stored[1]["content"].endswith("[…]")

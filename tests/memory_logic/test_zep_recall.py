@@ -22,8 +22,11 @@ async def _mirror(zep: ZepMemory, user_id: str, session_id: str, question: str, 
     query, response = turn(user_id, session_id, question, answer)
     write = turn_write(user_id=user_id, session_id=session_id, query=query, response=response)
     assert write is not None
-    await zep.deliver_turn(user_id=user_id, session_id=session_id,
-                           messages=[ZepMessage.model_validate(m) for m in write.payload["messages"]])
+    await zep.deliver_turn(
+        user_id=user_id,
+        session_id=session_id,
+        messages=[ZepMessage.model_validate(m) for m in write.payload["messages"]],
+    )
     return response.response_id
 
 
@@ -50,8 +53,12 @@ async def test_recall_returns_the_users_exchanges_question_and_answer_merged(
     assert 0 < best.relevance <= 1 and best.citations and best.sources_used == ["rag"]
     assert all(r.user_id == "ada" and "Bob" not in r.answer for r in found)
     search = zep_server.requests_to("/api/v2/sessions/search")[-1]
-    assert search.json() == {"text": "SciFact dataset claims", "user_id": "ada", "search_scope": "messages",
-                             "search_type": "similarity"}
+    assert search.json() == {
+        "text": "SciFact dataset claims",
+        "user_id": "ada",
+        "search_scope": "messages",
+        "search_type": "similarity",
+    }
     assert search.query["limit"] == ["6"]
 
 
@@ -76,13 +83,24 @@ async def test_hits_from_another_user_are_dropped_even_when_the_server_returns_t
             return None
         everything = [
             {"message": m, "score": 0.9, "session_id": sid}
-            for sid in (bob_session, ada_session) for m in fake_zep.messages.get(sid, [])
+            for sid in (bob_session, ada_session)
+            for m in fake_zep.messages.get(sid, [])
         ]
         written_elsewhere = {"uuid": "c0ffee00-0000-0000-0000-000000000000", "role_type": "user", "content": "x"}
-        everything.append({"message": {**written_elsewhere, "content": "Ada's own note"}, "score": 0.5,
-                           "session_id": "foreign-ada"})
-        everything.append({"message": {**written_elsewhere, "uuid": "c0ffee00-0000-0000-0000-000000000001",
-                                       "content": "Bob's own note"}, "score": 0.95, "session_id": "foreign-bob"})
+        everything.append(
+            {"message": {**written_elsewhere, "content": "Ada's own note"}, "score": 0.5, "session_id": "foreign-ada"}
+        )
+        everything.append(
+            {
+                "message": {
+                    **written_elsewhere,
+                    "uuid": "c0ffee00-0000-0000-0000-000000000001",
+                    "content": "Bob's own note",
+                },
+                "score": 0.95,
+                "session_id": "foreign-bob",
+            }
+        )
         return Reply.json({"results": everything})
 
     fake_zep.fault = leaky_search

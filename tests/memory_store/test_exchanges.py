@@ -88,6 +88,10 @@ async def test_history_is_the_latest_exchanges_oldest_first(store: MemoryStore) 
     assert [e.question for e in everything] == [f"question at {m}" for m in (0, 10, 20, 30)]
     assert [e.question for e in latest_two] == ["question at 20", "question at 30"]
     assert [e.question for e in all_sessions] == [
-        "question at 0", "other session", "question at 10", "question at 20", "question at 30"
+        "question at 0",
+        "other session",
+        "question at 10",
+        "question at 20",
+        "question at 30",
     ]
     assert [e.question for e in await store.history(user_id="bob", session_id="s1")] == ["bob's question"]

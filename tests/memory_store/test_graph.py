@@ -63,7 +63,8 @@ async def test_entities_related_to_a_query(store: MemoryStore) -> None:
     await store.record_entities(user_id="ada", response_id="r2", mentions=mentions[1:2])
 
     assert [e.name for e in await store.entities(user_id="ada", query_text="Compare SciFact and FEVER")] == [
-        "FEVER", "SciFact"  # both named: most mentioned first
+        "FEVER",
+        "SciFact",  # both named: most mentioned first
     ]
     assert [e.name for e in await store.entities(user_id="ada", query_text="structure of proteins?")] == [
         "protein structure prediction"  # shares a word
@@ -99,7 +100,9 @@ async def test_relationships_are_bidirectional_and_repeats_update(store: MemoryS
     assert await _count(store, RelationshipRow) == 4  # two relations, each stored in both directions
     # Entities named only by relations exist now (no mentions yet); SciFact was not duplicated.
     assert {e.name: e.mention_count for e in await store.entities(user_id="ada")} == {
-        "SciFact": 1, "VeriSci": 0, "FEVER": 0
+        "SciFact": 1,
+        "VeriSci": 0,
+        "FEVER": 0,
     }
     assert await store.relationships(user_id="bob") == []
 
@@ -110,7 +113,8 @@ async def test_a_directed_relation_and_its_reverse_are_different_facts(store: Me
     assert await store.record_relationships(user_id="ada", relations=[cites]) == 1
     assert await store.record_relationships(user_id="ada", relations=[cited_back]) == 1
     assert {(r.source, r.target) for r in await store.relationships(user_id="ada")} == {
-        ("Paper A", "Paper B"), ("Paper B", "Paper A")
+        ("Paper A", "Paper B"),
+        ("Paper B", "Paper A"),
     }
 
 

@@ -36,7 +36,10 @@ async def test_recalled_exchanges_become_cited_memory_chunks(store: MemoryStore)
     assert chunk.metadata["session_id"] == "s1" and chunk.metadata["same_session"] is False
     assert [c["number"] for c in chunk.metadata["earlier_citations"]] == [1, 2, 3]
     assert chunk.metadata["earlier_citations"][0] == {
-        "number": 1, "source_type": "rag", "title": "Doc 1", "source_id": "doc1"
+        "number": 1,
+        "source_type": "rag",
+        "title": "Doc 1",
+        "source_id": "doc1",
     }
     assert chunk.metadata["sources_used"] == ["rag"]
 
@@ -108,8 +111,16 @@ async def test_a_backend_that_knows_its_failure_keeps_its_kind() -> None:
 async def test_another_users_items_from_a_faulty_backend_are_dropped() -> None:
     when = datetime(2025, 1, 1, tzinfo=UTC)
     items = [
-        RecalledExchange(response_id="z1", user_id="ada", session_id="s1", question="Q", answer="A",
-                         relevance=0.9, asked_at=when, origin="zep"),
+        RecalledExchange(
+            response_id="z1",
+            user_id="ada",
+            session_id="s1",
+            question="Q",
+            answer="A",
+            relevance=0.9,
+            asked_at=when,
+            origin="zep",
+        ),
         RecalledExchange(response_id="z2", user_id="bob", session_id="s1", question="Q", answer="A", relevance=0.9),
     ]
     result = await MemoryTool(_Backend(items)).search("Q", user_id="ada")
@@ -138,7 +149,8 @@ async def test_without_an_embedding_model_history_is_kept_and_recall_is_not_conf
 async def test_include_entities_adds_what_the_graph_knows_about_the_named_entities(store: MemoryStore) -> None:
     response_id = await add(store, "ada", "s1", "What is SciFact?", SCIFACT)
     await store.record_entities(
-        user_id="ada", response_id=response_id,
+        user_id="ada",
+        response_id=response_id,
         mentions=[EntityMention(name="SciFact", type="dataset"), EntityMention(name="VeriSci", type="model")],
     )
     await store.record_relationships(

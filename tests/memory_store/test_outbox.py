@@ -17,8 +17,9 @@ from tests.memory_store.conftest import Database
 async def _fill(store: MemoryStore, count: int, user_id: str = "ada") -> None:
     for n in range(count):
         payload = {"session_id": "s1", "messages": [{"role_type": "user", "content": f"message {n}"}]}
-        assert await store.enqueue_outbox(user_id=user_id, kind="zep.add_messages", payload=payload,
-                                          idempotency_key=f"{user_id}:msg:{n}")
+        assert await store.enqueue_outbox(
+            user_id=user_id, kind="zep.add_messages", payload=payload, idempotency_key=f"{user_id}:msg:{n}"
+        )
 
 
 async def test_enqueue_is_exactly_once_per_key(store: MemoryStore) -> None:
@@ -105,7 +106,13 @@ async def test_mark_failed_reschedules_and_delivered_items_are_never_claimed_aga
     assert await store.claim_due_outbox(limit=10) == []  # one delivered, one not due yet
     counts = await store.outbox_counts()
     assert counts == {
-        "pending": 1, "due": 0, "leased": 0, "delivered": 1, "dead": 0, "failed_attempts": 1, "failing": 1
+        "pending": 1,
+        "due": 0,
+        "leased": 0,
+        "delivered": 1,
+        "dead": 0,
+        "failed_attempts": 1,
+        "failing": 1,
     }
 
     [retry] = await store.claim_due_outbox(limit=10, now=later)
@@ -171,7 +178,13 @@ async def test_a_dead_write_is_kept_and_listed_but_never_due_nor_pending(store: 
     far_future = datetime.now(UTC) + timedelta(days=36_500)
     counts = await store.outbox_counts(now=far_future)
     assert counts == {
-        "pending": 1, "due": 1, "leased": 0, "delivered": 1, "dead": 1, "failed_attempts": 2, "failing": 1
+        "pending": 1,
+        "due": 1,
+        "leased": 0,
+        "delivered": 1,
+        "dead": 1,
+        "failed_attempts": 2,
+        "failing": 1,
     }
     [again] = await store.claim_due_outbox(limit=10, now=far_future)
     assert again.id == waiting.id  # the dead one is never claimed, however late
@@ -187,8 +200,9 @@ async def test_a_dead_write_is_kept_and_listed_but_never_due_nor_pending(store: 
     assert dead["dead_at"] is not None and dead["delivered_at"] is None and dead["lease_until"] is None
     assert (exported[waiting.id]["state"], exported[sent.id]["state"]) == ("pending", "delivered")
     # Its key stays taken: the same write enqueued again is not retried behind the user's back.
-    assert not await store.enqueue_outbox(user_id="ada", kind="zep.add_messages", payload={},
-                                          idempotency_key=refused.idempotency_key)
+    assert not await store.enqueue_outbox(
+        user_id="ada", kind="zep.add_messages", payload={}, idempotency_key=refused.idempotency_key
+    )
     assert await store.prune_outbox(delivered_before=far_future) == 1  # prunes the delivered one only
     assert (await store.outbox_counts())["dead"] == 1
     assert (await store.forget_user(user_id="ada"))["outbox"] == 2  # forgetting the user removes it too

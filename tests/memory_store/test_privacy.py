@@ -62,8 +62,13 @@ async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store
     )
 
     assert counts == {
-        "entity_mentions": 2, "relationships": 2, "entities": 2, "messages": 2, "exchanges": 1,
-        "preferences": 1, "outbox": 1,
+        "entity_mentions": 2,
+        "relationships": 2,
+        "entities": 2,
+        "messages": 2,
+        "exchanges": 1,
+        "preferences": 1,
+        "outbox": 1,
     }
     after = await store.export_user(user_id="ada")
     assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []

@@ -13,12 +13,21 @@ from researchcrew.memory.store import MemoryStore
 from tests.memory_store.conftest import Database, add
 
 RESEARCH_HISTORY = [
-    ("What is SciFact?", "SciFact is a dataset of 1.4K expert-written scientific claims paired with evidence "
-     "abstracts, used to train and evaluate claim verification systems."),
-    ("How does multi-head attention work in the Transformer?", "Each head projects queries, keys and values and "
-     "computes scaled dot-product attention; the heads are concatenated and projected again."),
-    ("Which methods predict protein structure?", "AlphaFold2 predicts 3D protein structures from amino-acid "
-     "sequences using an Evoformer and a structure module."),
+    (
+        "What is SciFact?",
+        "SciFact is a dataset of 1.4K expert-written scientific claims paired with evidence "
+        "abstracts, used to train and evaluate claim verification systems.",
+    ),
+    (
+        "How does multi-head attention work in the Transformer?",
+        "Each head projects queries, keys and values and "
+        "computes scaled dot-product attention; the heads are concatenated and projected again.",
+    ),
+    (
+        "Which methods predict protein structure?",
+        "AlphaFold2 predicts 3D protein structures from amino-acid "
+        "sequences using an Evoformer and a structure module.",
+    ),
     ("What is the capital of Australia?", "Canberra is the capital of Australia."),
 ]
 
@@ -145,6 +154,7 @@ def test_user_vectors_search_orders_filters_and_skips_foreign_dimensions() -> No
     query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
 
     assert (vectors.size, vectors.rows_seen, vectors.max_id) == (4, 6, 6)
+
     def search(session_id: str | None, limit: int, min_relevance: float) -> list[tuple[int, float]]:
         found = vectors.search(query, session_id=session_id, limit=limit, min_relevance=min_relevance)
         return [(row_id, round(score, 5)) for row_id, score in found]
@@ -165,8 +175,14 @@ async def test_concurrent_recalls_and_writes_of_one_user_stay_consistent(store: 
     await _seed(store, "ada")
 
     async def write(n: int) -> str:
-        return await add(store, "ada", f"s{n % 3}", f"Question {n} about graph neural networks?",
-                         f"Answer {n}: message passing over graph structure.", minutes=10 + n)
+        return await add(
+            store,
+            "ada",
+            f"s{n % 3}",
+            f"Question {n} about graph neural networks?",
+            f"Answer {n}: message passing over graph structure.",
+            minutes=10 + n,
+        )
 
     async def read() -> list[str]:
         return [r.user_id for r in await store.recall(user_id="ada", query_text="graph neural networks", limit=5)]

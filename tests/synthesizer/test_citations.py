@@ -99,7 +99,11 @@ def test_citations_are_built_from_the_chunks() -> None:
     citation = result.citations[0]
     chunk = given[0].chunk
     assert (citation.title, citation.url, citation.source_id, citation.source_date, citation.authors) == (
-        chunk.title, chunk.url, chunk.source_id, chunk.source_date, chunk.authors
+        chunk.title,
+        chunk.url,
+        chunk.source_id,
+        chunk.source_date,
+        chunk.authors,
     )
     assert citation.source_type == chunk.source_type
     assert chunk.content.startswith(citation.snippet[:50])
@@ -159,13 +163,21 @@ def test_citations_of_two_passages_of_one_document_are_told_apart() -> None:
 def test_trimming_cuts_at_claim_boundaries_and_keeps_perspectives_longest() -> None:
     sections = AnswerDraft(
         sections=[
-            DraftSection(heading="Main", perspective=None, claims=[
-                DraftClaim(text="one two three four five", citations=[1]),
-                DraftClaim(text="six seven eight nine ten", citations=[2]),
-            ]),
-            DraftSection(heading="View", perspective="Source A", claims=[
-                DraftClaim(text="alpha beta gamma delta", citations=[3]),
-            ]),
+            DraftSection(
+                heading="Main",
+                perspective=None,
+                claims=[
+                    DraftClaim(text="one two three four five", citations=[1]),
+                    DraftClaim(text="six seven eight nine ten", citations=[2]),
+                ],
+            ),
+            DraftSection(
+                heading="View",
+                perspective="Source A",
+                claims=[
+                    DraftClaim(text="alpha beta gamma delta", citations=[3]),
+                ],
+            ),
         ]
     )
     result = validate_draft(sections, evidence(3), max_words=10)

@@ -16,8 +16,16 @@ from tests.synthesizer.builders import contradiction, scored
 
 @pytest.mark.parametrize(
     ("score", "level"),
-    [(0.0, "insufficient"), (0.3499, "insufficient"), (0.35, "low"), (0.5499, "low"), (0.55, "medium"),
-     (0.7499, "medium"), (0.75, "high"), (1.0, "high")],
+    [
+        (0.0, "insufficient"),
+        (0.3499, "insufficient"),
+        (0.35, "low"),
+        (0.5499, "low"),
+        (0.55, "medium"),
+        (0.7499, "medium"),
+        (0.75, "high"),
+        (1.0, "high"),
+    ],
 )
 def test_bands(score: float, level: str) -> None:
     assert confidence_level(score) == level

@@ -35,7 +35,10 @@ def test_an_openai_model_at_a_custom_base_url_uses_the_native_openai_client_with
     assert llm is not None
     assert type(llm).__name__ == "OpenAICompletion"
     assert (llm.model, llm.base_url, llm.api_key, llm.temperature) == (
-        "qwen2.5-7b-instruct", "http://127.0.0.1:9/v1", "sk-local", 0.3
+        "qwen2.5-7b-instruct",
+        "http://127.0.0.1:9/v1",
+        "sk-local",
+        0.3,
     )
     assert (llm.timeout, llm.max_retries, llm.max_tokens) == (4.5, 0, 900)  # type: ignore[attr-defined]
     assert llm.additional_params == {}, "no option leaks into the request body"

@@ -98,9 +98,10 @@ async def test_an_unreadable_reply_gets_one_repair_request(served: Any) -> None:
     assert output.final_response.answer_kind == "generated"
     assert len(service.bodies) == 2
     repair = service.bodies[1]
-    assert "<<<PREVIOUS REPLY>>>\nI think water boils at 100 °C.\n<<<END PREVIOUS REPLY>>>" in repair["messages"][1][
-        "content"
-    ]
+    assert (
+        "<<<PREVIOUS REPLY>>>\nI think water boils at 100 °C.\n<<<END PREVIOUS REPLY>>>"
+        in repair["messages"][1]["content"]
+    )
     assert repair["response_format"]["json_schema"]["name"] == "AnswerDraft"
 
 
@@ -115,8 +116,10 @@ async def test_without_structured_output_no_response_format_is_sent(served: Any)
 @pytest.mark.parametrize(
     ("fault", "in_caveat"),
     [
-        (error_reply(500, "The server had an error while processing your request.", type_="server_error", code=None),
-         "500"),
+        (
+            error_reply(500, "The server had an error while processing your request.", type_="server_error", code=None),
+            "500",
+        ),
         (error_reply(400, "Invalid schema for response_format", type_="invalid_request_error", code=None), "400"),
         (Reply.text("<html>Bad gateway</html>", status=200, content_type="application/json"), "failed"),
         (Reply(drop_connection=True), "failed"),

@@ -149,9 +149,7 @@ async def test_response_format_and_length_are_instructed(response_format: str, p
 
 async def test_an_over_long_answer_is_trimmed_at_claim_boundaries() -> None:
     long_claims = [(f"Statement {i} about boiling water at altitude and pressure.", [1 + i % 3]) for i in range(30)]
-    output = await SynthesizerAgent(FakeLLM([draft_json(section("All", *long_claims))])).run(
-        request(max_words=60)
-    )
+    output = await SynthesizerAgent(FakeLLM([draft_json(section("All", *long_claims))])).run(request(max_words=60))
     response = output.final_response
     texts = [text for text, _ in claims_of(response)]
     assert texts == [text for text, _ in long_claims[: len(texts)]], "whole claims, in order"

@@ -51,11 +51,17 @@ class FakeTool(Tool):
         self.cancelled = False
 
     async def _search(
-        self, query: str, *, num_results: int = 5, user_id: str | None = None, session_id: str | None = None,
+        self,
+        query: str,
+        *,
+        num_results: int = 5,
+        user_id: str | None = None,
+        session_id: str | None = None,
         **options: Any,
     ) -> list[ContextChunk]:
-        self.calls.append((query, {"num_results": num_results, "user_id": user_id, "session_id": session_id,
-                                   **options}))
+        self.calls.append(
+            (query, {"num_results": num_results, "user_id": user_id, "session_id": session_id, **options})
+        )
         self.started += 1
         try:
             await self._behave()

@@ -51,87 +51,187 @@ WHEN = datetime(2025, 11, 13, 9, 30, tzinfo=UTC)
 
 def rich_samples() -> list[Contract]:
     chunk = ContextChunk(
-        chunk_id="arxiv:1706.03762#0", source_type="arxiv", content="Attention is all you need.",
-        semantic_relevance=0.82, title="Attention Is All You Need", url="https://arxiv.org/abs/1706.03762",
-        source_id="1706.03762", source_date=datetime(2017, 6, 12, tzinfo=UTC), authors=["A. Vaswani", "N. Shazeer"],
-        metadata={"categories": ["cs.CL", "cs.LG"], "position": 0}, tool_name="academic_search",
+        chunk_id="arxiv:1706.03762#0",
+        source_type="arxiv",
+        content="Attention is all you need.",
+        semantic_relevance=0.82,
+        title="Attention Is All You Need",
+        url="https://arxiv.org/abs/1706.03762",
+        source_id="1706.03762",
+        source_date=datetime(2017, 6, 12, tzinfo=UTC),
+        authors=["A. Vaswani", "N. Shazeer"],
+        metadata={"categories": ["cs.CL", "cs.LG"], "position": 0},
+        tool_name="academic_search",
     )
-    web_chunk = ContextChunk(chunk_id="web-1", source_type="web", content="Transformers use self-attention.",
-                             semantic_relevance=0.6, url="https://example.org/t", tool_name="web_search")
+    web_chunk = ContextChunk(
+        chunk_id="web-1",
+        source_type="web",
+        content="Transformers use self-attention.",
+        semantic_relevance=0.6,
+        url="https://example.org/t",
+        tool_name="web_search",
+    )
     failure = SourceFailure(kind="http_error", message="Firecrawl answered 429", status_code=429)
     reports = [
-        SourceReport(source_type="arxiv", tool_name="academic_search", status="success", latency_ms=812.5,
-                     chunk_count=1),
+        SourceReport(
+            source_type="arxiv", tool_name="academic_search", status="success", latency_ms=812.5, chunk_count=1
+        ),
         SourceReport(source_type="web", tool_name="web_search", status="failed", latency_ms=91.0, failure=failure),
         SourceReport(source_type="memory", tool_name="memory_recall", status="skipped"),
         SourceReport(source_type="rag", tool_name="rag_search", status="empty", latency_ms=12.0),
     ]
-    aggregated = AggregatedContext(query_text="What is a transformer?", chunks=[chunk, web_chunk],
-                                   source_reports=reports, retrieved_at=WHEN)
-    preferences = UserPreferences(response_format="technical", preferred_sources=["arxiv"],
-                                  excluded_sources=["web"], max_response_length=800, min_response_length=50,
-                                  include_sections=False, source_reputation={"arxiv": 0.9})
+    aggregated = AggregatedContext(
+        query_text="What is a transformer?", chunks=[chunk, web_chunk], source_reports=reports, retrieved_at=WHEN
+    )
+    preferences = UserPreferences(
+        response_format="technical",
+        preferred_sources=["arxiv"],
+        excluded_sources=["web"],
+        max_response_length=800,
+        min_response_length=50,
+        include_sections=False,
+        source_reputation={"arxiv": 0.9},
+    )
     query = Query(query_id="q1", text="What is a transformer?", user_id="u1", session_id="s1", asked_at=WHEN)
-    scored = ScoredChunk(chunk=chunk, quality_score=0.77, source_reputation=0.85, recency=0.3, relevance=0.82,
-                         redundancy_penalised=False)
+    scored = ScoredChunk(
+        chunk=chunk, quality_score=0.77, source_reputation=0.85, recency=0.3, relevance=0.82, redundancy_penalised=False
+    )
     filtered = FilteredContext(query_text=query.text, chunks=[scored])
-    contradiction = ContradictionRecord(chunk_id_a="a", chunk_id_b="b", claim_a="X is 100", claim_b="X is 50",
-                                        kind="numeric", subject="X", confidence=0.7, explanation="100 vs 50")
-    citation = Citation(number=1, chunk_id=chunk.chunk_id, source_type="arxiv", title=chunk.title, url=chunk.url,
-                        source_id="1706.03762", source_date=chunk.source_date, authors=chunk.authors,
-                        snippet="Attention is all you need.")
+    contradiction = ContradictionRecord(
+        chunk_id_a="a",
+        chunk_id_b="b",
+        claim_a="X is 100",
+        claim_b="X is 50",
+        kind="numeric",
+        subject="X",
+        confidence=0.7,
+        explanation="100 vs 50",
+    )
+    citation = Citation(
+        number=1,
+        chunk_id=chunk.chunk_id,
+        source_type="arxiv",
+        title=chunk.title,
+        url=chunk.url,
+        source_id="1706.03762",
+        source_date=chunk.source_date,
+        authors=chunk.authors,
+        snippet="Attention is all you need.",
+    )
     final = FinalResponse(
-        response_id="r1", query=query, answer="A transformer relies on attention [1].",
-        sections=[AnswerSection(heading="Definition", claims=[Claim(text="It relies on attention.", citations=[1],
-                                                                    confidence=0.8)])],
-        citations=[citation], confidence=0.74, confidence_level="medium", generation_method="multi_perspective",
-        answer_kind="extractive", contradictions=[contradiction], source_reports=reports,
+        response_id="r1",
+        query=query,
+        answer="A transformer relies on attention [1].",
+        sections=[
+            AnswerSection(
+                heading="Definition", claims=[Claim(text="It relies on attention.", citations=[1], confidence=0.8)]
+            )
+        ],
+        citations=[citation],
+        confidence=0.74,
+        confidence_level="medium",
+        generation_method="multi_perspective",
+        answer_kind="extractive",
+        contradictions=[contradiction],
+        source_reports=reports,
         citation_stats=CitationStats(valid=1, removed=1, claims_removed=0, claims_flagged=1),
-        caveats=["web search failed"], partial=True, reformulations=["transformer architecture"], created_at=WHEN,
+        caveats=["web search failed"],
+        partial=True,
+        reformulations=["transformer architecture"],
+        created_at=WHEN,
         execution_time_ms=1234.5,
     )
-    coverage = CoverageMetrics(query_addressed=0.8, coverage_of_topics={"attention": 1.0}, source_diversity=0.5,
-                               information_completeness=0.6)
+    coverage = CoverageMetrics(
+        query_addressed=0.8, coverage_of_topics={"attention": 1.0}, source_diversity=0.5, information_completeness=0.6
+    )
     return [
         chunk,
         failure,
         *reports,
         aggregated,
-        RetrieverInput(query_text="What is a transformer?", user_id="u1", session_id="s1",
-                       preferred_sources=["arxiv", "rag"], exclude_sources=["web"], quality_threshold=0.4,
-                       timeout_per_source=2.5, num_results=8,
-                       tool_options={"arxiv": {"sort_by": "date"}, "rag": {"filters": {"doc_id": "d1"}}}),
-        RetrieverOutput(aggregated_context=aggregated, retrieval_status="partial", sources_used=["arxiv", "rag"],
-                        sources_failed=["web"], error_message="web: http_error (Firecrawl answered 429)",
-                        execution_time_ms=815.0),
+        RetrieverInput(
+            query_text="What is a transformer?",
+            user_id="u1",
+            session_id="s1",
+            preferred_sources=["arxiv", "rag"],
+            exclude_sources=["web"],
+            quality_threshold=0.4,
+            timeout_per_source=2.5,
+            num_results=8,
+            tool_options={"arxiv": {"sort_by": "date"}, "rag": {"filters": {"doc_id": "d1"}}},
+        ),
+        RetrieverOutput(
+            aggregated_context=aggregated,
+            retrieval_status="partial",
+            sources_used=["arxiv", "rag"],
+            sources_failed=["web"],
+            error_message="web: http_error (Firecrawl answered 429)",
+            execution_time_ms=815.0,
+        ),
         preferences,
         query,
-        EvaluatorInput(aggregated_context=aggregated, quality_threshold=0.5, user_preferences=preferences,
-                       source_reputation_weights={"arxiv": 0.9, "web": 0.4}, recency_weight=0.1,
-                       relevance_weight=0.5, source_weight=0.4),
+        EvaluatorInput(
+            aggregated_context=aggregated,
+            quality_threshold=0.5,
+            user_preferences=preferences,
+            source_reputation_weights={"arxiv": 0.9, "web": 0.4},
+            recency_weight=0.1,
+            relevance_weight=0.5,
+            source_weight=0.4,
+        ),
         scored,
         filtered,
-        QualityStatistics(original_chunk_count=2, filtered_chunk_count=1, removal_rate=50.0,
-                          average_quality_score=0.77, quality_distribution={"0.6-0.8": 1, "0.2-0.4": 1}),
+        QualityStatistics(
+            original_chunk_count=2,
+            filtered_chunk_count=1,
+            removal_rate=50.0,
+            average_quality_score=0.77,
+            quality_distribution={"0.6-0.8": 1, "0.2-0.4": 1},
+        ),
         contradiction,
-        RemovalReason(chunk_id="web-1", reason="duplicate", detail="repeats arxiv:1706.03762#0",
-                      quality_score=0.3, duplicate_of=chunk.chunk_id),
-        EvaluatorOutput(filtered_context=filtered,
-                        quality_stats=QualityStatistics(original_chunk_count=2, filtered_chunk_count=1,
-                                                        removal_rate=50.0, average_quality_score=0.77),
-                        contradictions_found=[contradiction], removal_rationale=[], execution_time_ms=3.2),
-        SynthesizerInput(filtered_context=filtered, original_query=query, user_preferences=preferences,
-                         contradictions=[contradiction], max_response_length=500, min_response_length=20,
-                         include_sections=True, response_format="concise"),
+        RemovalReason(
+            chunk_id="web-1",
+            reason="duplicate",
+            detail="repeats arxiv:1706.03762#0",
+            quality_score=0.3,
+            duplicate_of=chunk.chunk_id,
+        ),
+        EvaluatorOutput(
+            filtered_context=filtered,
+            quality_stats=QualityStatistics(
+                original_chunk_count=2, filtered_chunk_count=1, removal_rate=50.0, average_quality_score=0.77
+            ),
+            contradictions_found=[contradiction],
+            removal_rationale=[],
+            execution_time_ms=3.2,
+        ),
+        SynthesizerInput(
+            filtered_context=filtered,
+            original_query=query,
+            user_preferences=preferences,
+            contradictions=[contradiction],
+            max_response_length=500,
+            min_response_length=20,
+            include_sections=True,
+            response_format="concise",
+        ),
         citation,
         final,
         coverage,
-        SynthesizerOutput(final_response=final, generation_method="standard", coverage_metrics=coverage,
-                          execution_time_ms=40.0),
+        SynthesizerOutput(
+            final_response=final, generation_method="standard", coverage_metrics=coverage, execution_time_ms=40.0
+        ),
         MemoryInput(query=query, final_response=final, session_id="s1", user_id="u1", context={"channel": "cli"}),
-        MemoryOutput(status="partial", entities_added=3, entities_updated=1, relationships_added=2,
-                     conversation_entry_added=True, preferences_updated=False, error_message="Zep unavailable",
-                     execution_time_ms=12.0),
+        MemoryOutput(
+            status="partial",
+            entities_added=3,
+            entities_updated=1,
+            relationships_added=2,
+            conversation_entry_added=True,
+            preferences_updated=False,
+            error_message="Zep unavailable",
+            execution_time_ms=12.0,
+        ),
     ]
 
 
@@ -173,9 +273,26 @@ def exported_models() -> list[type[Contract]]:
 
 def test_the_rich_samples_cover_every_model_named_by_the_seed() -> None:
     covered = {type(sample) for sample in rich_samples()}
-    named = {AggregatedContext, ContextChunk, RetrieverInput, RetrieverOutput, EvaluatorInput, EvaluatorOutput,
-             FilteredContext, QualityStatistics, ContradictionRecord, RemovalReason, SynthesizerInput,
-             SynthesizerOutput, FinalResponse, CoverageMetrics, MemoryInput, MemoryOutput, Query, UserPreferences}
+    named = {
+        AggregatedContext,
+        ContextChunk,
+        RetrieverInput,
+        RetrieverOutput,
+        EvaluatorInput,
+        EvaluatorOutput,
+        FilteredContext,
+        QualityStatistics,
+        ContradictionRecord,
+        RemovalReason,
+        SynthesizerInput,
+        SynthesizerOutput,
+        FinalResponse,
+        CoverageMetrics,
+        MemoryInput,
+        MemoryOutput,
+        Query,
+        UserPreferences,
+    }
     assert named <= covered
 
 
@@ -202,8 +319,12 @@ def test_every_exported_model_rejects_unknown_fields(model: type[Contract]) -> N
 
 
 def test_source_report_exposes_the_failure_kind_and_message_in_json() -> None:
-    report = SourceReport(source_type="web", tool_name="web_search", status="failed",
-                          failure=SourceFailure(kind="timeout", message="no answer within 7 s"))
+    report = SourceReport(
+        source_type="web",
+        tool_name="web_search",
+        status="failed",
+        failure=SourceFailure(kind="timeout", message="no answer within 7 s"),
+    )
     dumped = report.model_dump(mode="json")
     assert (dumped["error_kind"], dumped["error_message"]) == ("timeout", "no answer within 7 s")
     assert SourceReport.model_validate(dumped) == report
@@ -301,8 +422,9 @@ def test_seed_defaults() -> None:
 
 
 def chunk(**fields: Any) -> ContextChunk:
-    return ContextChunk(**{"chunk_id": "c1", "source_type": "rag", "content": "text", "semantic_relevance": 0.5,
-                           **fields})
+    return ContextChunk(
+        **{"chunk_id": "c1", "source_type": "rag", "content": "text", "semantic_relevance": 0.5, **fields}
+    )
 
 
 @given(st.floats(allow_nan=True, allow_infinity=True))
@@ -333,8 +455,10 @@ def test_naive_source_dates_are_taken_as_utc(naive: datetime) -> None:
     assert value.replace(tzinfo=None) == naive
 
 
-@given(st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(2100, 1, 1)),
-       st.integers(min_value=-12 * 60, max_value=14 * 60))
+@given(
+    st.datetimes(min_value=datetime(1900, 1, 2), max_value=datetime(2100, 1, 1)),
+    st.integers(min_value=-12 * 60, max_value=14 * 60),
+)
 def test_aware_source_dates_are_kept(moment: datetime, offset_minutes: int) -> None:
     aware = moment.replace(tzinfo=timezone(timedelta(minutes=offset_minutes)))
     kept = chunk(source_date=aware)
@@ -343,8 +467,14 @@ def test_aware_source_dates_are_kept(moment: datetime, offset_minutes: int) -> N
 
 
 def test_chunk_rejects_bad_source_types_ids_and_unknown_fields() -> None:
-    for bad in ({"source_type": "Web"}, {"source_type": ""}, {"chunk_id": "  "}, {"chunk_id": "x" * 257},
-                {"content": "x" * 200_001}, {"relevance": 0.3}):
+    for bad in (
+        {"source_type": "Web"},
+        {"source_type": ""},
+        {"chunk_id": "  "},
+        {"chunk_id": "x" * 257},
+        {"content": "x" * 200_001},
+        {"relevance": 0.3},
+    ):
         with pytest.raises(ValidationError):
             chunk(**bad)
 

@@ -29,9 +29,15 @@ class WhereTool(FakeTool):
 
 def paper_chunks() -> list[Any]:
     return [
-        make_chunk("arxiv", 1, chunk_id="arxiv:1706.03762", title="Attention Is All You Need",
-                   url="https://arxiv.org/abs/1706.03762", source_date=datetime(2017, 6, 12),
-                   content="The dominant sequence transduction models are based on   complex recurrent\nnetworks."),
+        make_chunk(
+            "arxiv",
+            1,
+            chunk_id="arxiv:1706.03762",
+            title="Attention Is All You Need",
+            url="https://arxiv.org/abs/1706.03762",
+            source_date=datetime(2017, 6, 12),
+            content="The dominant sequence transduction models are based on   complex recurrent\nnetworks.",
+        ),
         make_chunk("arxiv", 2, chunk_id="arxiv:1810.04805", title="BERT", semantic_relevance=0.75),
     ]
 
@@ -60,9 +66,7 @@ def test_run_without_a_loop_lists_chunks_with_what_is_needed_to_cite_them() -> N
         "[2] chunk_id=arxiv:1810.04805 | source=arxiv | title=BERT | relevance=0.75\n"
         "    evidence 2 from arxiv"
     )
-    assert tool.calls == [
-        ("transformers", {"num_results": 2, "user_id": "u1", "session_id": "s1", "sort_by": "date"})
-    ]
+    assert tool.calls == [("transformers", {"num_results": 2, "user_id": "u1", "session_id": "s1", "sort_by": "date"})]
     assert adapter.current_usage_count == 1
 
 
@@ -94,8 +98,9 @@ async def test_crewai_structured_tool_paths_work() -> None:
 
 
 def test_a_failed_source_is_a_tool_failure_with_a_clear_line() -> None:
-    adapter = CrewAIToolAdapter(FailingTool("web", "not_configured", "no API key: set FIRECRAWL_API_KEY",
-                                            name="web_search"))
+    adapter = CrewAIToolAdapter(
+        FailingTool("web", "not_configured", "no API key: set FIRECRAWL_API_KEY", name="web_search")
+    )
     result = adapter.run(query="anything")
 
     assert isinstance(result, ToolFailure)

@@ -30,8 +30,12 @@ from tests.unit.fake_tools import (
 
 
 def request(**fields: Any) -> RetrieverInput:
-    values: dict[str, Any] = {"query_text": "what is retrieval-augmented generation?", "user_id": "u1",
-                              "session_id": "s1", **fields}
+    values: dict[str, Any] = {
+        "query_text": "what is retrieval-augmented generation?",
+        "user_id": "u1",
+        "session_id": "s1",
+        **fields,
+    }
     return RetrieverInput(**values)
 
 
@@ -91,7 +95,9 @@ async def test_some_sources_fail_partial_with_reasons() -> None:
     assert [c.source_type for c in output.aggregated_context.chunks] == ["rag", "rag"]
     web = report(output, "web_fake")
     assert (web.status, web.error_kind, web.error_message) == (
-        "failed", "not_configured", "no API key: set FIRECRAWL_API_KEY"
+        "failed",
+        "not_configured",
+        "no API key: set FIRECRAWL_API_KEY",
     )
     assert output.error_message == (
         "web: not_configured (no API key: set FIRECRAWL_API_KEY); arxiv: http_error (arXiv answered 503)"
@@ -136,8 +142,7 @@ async def test_excluded_sources_are_never_called_and_status_counts_only_the_sele
     assert output.sources_used == ["rag", "arxiv"]
     assert output.sources_failed == []
     statuses = {r.tool_name: r.status for r in output.aggregated_context.source_reports}
-    assert statuses == {"rag_fake": "success", "web_fake": "skipped", "arxiv_fake": "success",
-                        "memory_fake": "skipped"}
+    assert statuses == {"rag_fake": "success", "web_fake": "skipped", "arxiv_fake": "success", "memory_fake": "skipped"}
     assert {c.source_type for c in output.aggregated_context.chunks} == {"rag", "arxiv"}
     assert output.execution_time_ms < 2000  # the hanging web tool was never waited for
 
@@ -146,8 +151,12 @@ async def test_excluded_sources_are_never_called_and_status_counts_only_the_sele
 
 
 async def test_preferred_sources_come_first_in_preference_order_then_tool_order() -> None:
-    tools = [FakeTool("rag", count=2), FakeTool("web", count=3), FakeTool("arxiv", count=2),
-             FakeTool("memory", count=1)]
+    tools = [
+        FakeTool("rag", count=2),
+        FakeTool("web", count=3),
+        FakeTool("arxiv", count=2),
+        FakeTool("memory", count=1),
+    ]
     # Finishing order must not matter: the preferred memory tool is the slowest.
     tools[3].delay_s = 0.05
     output = await RetrieverAgent(tools).run(request(preferred_sources=["memory", "arxiv"]))
@@ -187,9 +196,7 @@ async def test_chunk_ids_stay_unique_across_tools() -> None:
     ]
     output = await RetrieverAgent(tools).run(request())
     chunks = output.aggregated_context.chunks
-    assert [(c.chunk_id, c.content) for c in chunks] == [
-        ("doc-1", "identical text"), ("doc-1@kb_c", "another passage")
-    ]
+    assert [(c.chunk_id, c.content) for c in chunks] == [("doc-1", "identical text"), ("doc-1@kb_c", "another passage")]
 
 
 async def test_chunks_without_tool_name_are_stamped_with_the_producing_tool() -> None:
@@ -284,15 +291,20 @@ async def test_a_tool_cancelling_itself_is_reported_and_does_not_cancel_the_run(
         # A ToolResult built without validation, carrying a chunk whose content is blank and relevance is 3.
         (
             ToolResult.model_construct(
-                tool_name="web_fake", source_type="web", failure=None, latency_ms=1.0,
-                chunks=[ContextChunk.model_construct(chunk_id="x", source_type="web", content=" ",
-                                                     semantic_relevance=3.0)],
+                tool_name="web_fake",
+                source_type="web",
+                failure=None,
+                latency_ms=1.0,
+                chunks=[
+                    ContextChunk.model_construct(chunk_id="x", source_type="web", content=" ", semantic_relevance=3.0)
+                ],
             ),
             "returned an invalid chunk",
         ),
         (
-            ToolResult.model_construct(tool_name="web_fake", source_type="web", failure=None, latency_ms=1.0,
-                                       chunks=[{"chunk_id": "x"}]),  # type: ignore[list-item]
+            ToolResult.model_construct(
+                tool_name="web_fake", source_type="web", failure=None, latency_ms=1.0, chunks=[{"chunk_id": "x"}]
+            ),  # type: ignore[list-item]
             "returned a dict at position 0",
         ),
     ],
@@ -319,8 +331,12 @@ async def test_garbage_chunks_from_search_are_bad_response_via_the_base_class() 
 async def test_a_reported_failure_inside_a_tool_result_is_honoured() -> None:
     from researchcrew.contracts import SourceFailure
 
-    result = ToolResult(tool_name="web_fake", source_type="web", chunks=[make_chunk("web", 1)],
-                        failure=SourceFailure(kind="http_error", message="429 Too Many Requests", status_code=429))
+    result = ToolResult(
+        tool_name="web_fake",
+        source_type="web",
+        chunks=[make_chunk("web", 1)],
+        failure=SourceFailure(kind="http_error", message="429 Too Many Requests", status_code=429),
+    )
     output = await RetrieverAgent([GarbageTool("web", result)]).run(request())
     web = report(output, "web_fake")
     assert (web.status, web.error_kind, web.chunk_count) == ("failed", "http_error", 0)

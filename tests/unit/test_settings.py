@@ -121,8 +121,13 @@ def test_secrets_do_not_leak_into_repr_str_or_json(monkeypatch: pytest.MonkeyPat
         monkeypatch.setenv(name, value)
 
     settings = Settings()
-    renderings = [repr(settings), str(settings), settings.model_dump_json(), repr(settings.firecrawl),
-                  str(settings.model_dump())]
+    renderings = [
+        repr(settings),
+        str(settings),
+        settings.model_dump_json(),
+        repr(settings.firecrawl),
+        str(settings.model_dump()),
+    ]
     for rendering in renderings:
         for value in secrets.values():
             assert value not in rendering

@@ -37,7 +37,9 @@ async def test_a_tool_error_becomes_a_failure_with_its_kind_message_and_status()
     assert result.chunks == []
     assert result.failure is not None
     assert (result.failure.kind, result.failure.message, result.failure.status_code) == (
-        "http_error", "Firecrawl answered 429: slow down", 429
+        "http_error",
+        "Firecrawl answered 429: slow down",
+        429,
     )
 
 
@@ -127,8 +129,10 @@ def test_validate_chunks_accepts_lists_and_tuples_and_keeps_a_set_tool_name() ->
         ({"chunk_id": "x"}, "returned dict, not a list of chunks"),
         (None, "returned NoneType, not a list of chunks"),
         ([make_chunk("web", 0), "oops"], "returned a str at position 1"),
-        ([ContextChunk.model_construct(chunk_id="x", source_type="web", content="", semantic_relevance=0.5)],
-         "returned an invalid chunk"),
+        (
+            [ContextChunk.model_construct(chunk_id="x", source_type="web", content="", semantic_relevance=0.5)],
+            "returned an invalid chunk",
+        ),
     ],
 )
 def test_validate_chunks_rejects_garbage_as_bad_response(raw: object, message: str) -> None:

@@ -13,9 +13,7 @@ logger = logging.getLogger(__name__)
 
 _YEAR = re.compile(r"^\d{4}$")
 _YEAR_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
-_PDF_DATE = re.compile(
-    r"^D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:(Z)|([+-])(\d{2})'?(?:(\d{2})'?)?)?"
-)
+_PDF_DATE = re.compile(r"^D:(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?(?:(Z)|([+-])(\d{2})'?(?:(\d{2})'?)?)?")
 _MIN_YEAR, _MAX_YEAR = 1000, 2999
 _EPOCH_MIN = 10**8  # numbers at least this big are epoch seconds (1973 on); smaller ones may be years
 

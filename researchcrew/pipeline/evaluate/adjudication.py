@@ -132,8 +132,9 @@ async def _adjudicate_one(
         except Exception as error:
             # The outermost guard around a third-party model call: any provider error (HTTP, auth, rate limit,
             # a bug in a custom LLM) must degrade to the heuristic verdict, never sink the evaluation.
-            logger.warning("contradiction adjudication failed (%s vs %s)", record.chunk_id_a, record.chunk_id_b,
-                           exc_info=True)
+            logger.warning(
+                "contradiction adjudication failed (%s vs %s)", record.chunk_id_a, record.chunk_id_b, exc_info=True
+            )
             failure = f"{type(error).__name__}: {error}"[:200]
         else:
             explanation = verdict.explanation.strip() or ("confirmed" if verdict.contradiction else "rejected")
@@ -147,17 +148,16 @@ async def _adjudicate_one(
                 )
                 return updated, True
             return record.model_copy(update={"explanation": f"LLM: {explanation}", "verdict_source": "llm"}), False
-    logger.info("adjudication of %s vs %s fell back to the heuristic: %s", record.chunk_id_a, record.chunk_id_b,
-                failure)
+    logger.info(
+        "adjudication of %s vs %s fell back to the heuristic: %s", record.chunk_id_a, record.chunk_id_b, failure
+    )
     note = f"{record.explanation or ''} [LLM adjudication failed ({failure}); heuristic verdict kept]".strip()
     return record.model_copy(
         update={"confidence": round(record.confidence * FALLBACK_FACTOR, 3), "explanation": note}
     ), True
 
 
-async def adjudicate(
-    records: Sequence[ContradictionRecord], llm: BaseLLM, settings: EvaluationSettings
-) -> Adjudicated:
+async def adjudicate(records: Sequence[ContradictionRecord], llm: BaseLLM, settings: EvaluationSettings) -> Adjudicated:
     """Ask ``llm`` about the most confident suspicions (up to the configured budget); keep the rest as they are."""
     budget = min(settings.max_llm_adjudications, len(records))
     ordered = sorted(records, key=lambda r: r.confidence, reverse=True)

@@ -187,8 +187,7 @@ def numeric_contradictions(
             kind="numeric",
             subject=subject,
             confidence=confidence,
-            explanation=f"{subject}: {a.quantity.text} vs {b.quantity.text} ({gap_text}; "
-            f"tolerance {tolerance:.0%})",
+            explanation=f"{subject}: {a.quantity.text} vs {b.quantity.text} ({gap_text}; tolerance {tolerance:.0%})",
         )
     return list(records.values())
 
@@ -296,9 +295,7 @@ def polarity_contradictions(
     return records
 
 
-def detect_contradictions(
-    chunks: Sequence[ContextChunk], *, tolerance: float, limit: int
-) -> list[ContradictionRecord]:
+def detect_contradictions(chunks: Sequence[ContextChunk], *, tolerance: float, limit: int) -> list[ContradictionRecord]:
     """Numeric and polarity suspicions among ``chunks``, most confident first, at most ``limit``."""
     sentences = [split_sentences(chunk.content) for chunk in chunks]
     found = numeric_contradictions(chunks, tolerance, sentences) + polarity_contradictions(chunks, sentences)

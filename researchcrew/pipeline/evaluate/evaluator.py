@@ -112,12 +112,16 @@ class EvaluatorAgent:
         for index, chunk in enumerate(chunks):
             if chunk.chunk_id in seen_ids:
                 removals[index] = RemovalReason(
-                    chunk_id=chunk.chunk_id, reason="invalid", quality_score=parts[index].score,
+                    chunk_id=chunk.chunk_id,
+                    reason="invalid",
+                    quality_score=parts[index].score,
                     detail=f"chunk_id already used by chunk #{seen_ids[chunk.chunk_id] + 1}; ids must be unique",
                 )
             elif not shingle_sets[index]:
                 removals[index] = RemovalReason(
-                    chunk_id=chunk.chunk_id, reason="empty", quality_score=parts[index].score,
+                    chunk_id=chunk.chunk_id,
+                    reason="empty",
+                    quality_score=parts[index].score,
                     detail="no words in the content (only punctuation or markup)",
                 )
             seen_ids.setdefault(chunk.chunk_id, index)
@@ -138,8 +142,11 @@ class EvaluatorAgent:
             other = chunks[decision.other]
             if decision.kind == "duplicate":
                 removals[index] = RemovalReason(
-                    chunk_id=chunks[index].chunk_id, reason="duplicate", duplicate_of=other.chunk_id,
-                    quality_score=parts[index].score, components=parts[index].components(),
+                    chunk_id=chunks[index].chunk_id,
+                    reason="duplicate",
+                    duplicate_of=other.chunk_id,
+                    quality_score=parts[index].score,
+                    components=parts[index].components(),
                     detail=f"{decision.containment:.0%} of its text repeats {other.chunk_id} "
                     f"({other.source_type}, quality {parts[decision.other].score:.3f} ≥ {parts[index].score:.3f})",
                 )
@@ -157,14 +164,19 @@ class EvaluatorAgent:
                 kept.append(index)
                 continue
             rejected.append(index)
-            removals[index] = self._below_threshold(scorer, chunks[index], parts[index], final[index],
-                                                    request.quality_threshold, similar_to.get(index))
+            removals[index] = self._below_threshold(
+                scorer, chunks[index], parts[index], final[index], request.quality_threshold, similar_to.get(index)
+            )
         rank = {index: position for position, index in enumerate(best_first)}
         kept.sort(key=lambda i: (-final[i], rank[i]))
         rejected.sort(key=lambda i: (-final[i], i))
         if chunks and not kept:
-            logger.info("evaluation kept none of %d chunks (threshold %.2f); best score %.3f",
-                        len(chunks), request.quality_threshold, max(final))
+            logger.info(
+                "evaluation kept none of %d chunks (threshold %.2f); best score %.3f",
+                len(chunks),
+                request.quality_threshold,
+                max(final),
+            )
 
         return EvaluatorOutput(
             filtered_context=FilteredContext(
@@ -190,7 +202,12 @@ class EvaluatorAgent:
         )
 
     def _below_threshold(
-        self, scorer: Scorer, chunk: ContextChunk, parts: ScoreParts, final: float, threshold: float,
+        self,
+        scorer: Scorer,
+        chunk: ContextChunk,
+        parts: ScoreParts,
+        final: float,
+        threshold: float,
         similar_to: str | None,
     ) -> RemovalReason:
         components = parts.components()
@@ -199,7 +216,10 @@ class EvaluatorAgent:
             components["redundancy_penalty"] = self.settings.redundancy_penalty
             detail += f", × redundancy penalty {self.settings.redundancy_penalty:g} (repeats {similar_to})"
         return RemovalReason(
-            chunk_id=chunk.chunk_id, reason="below_threshold", detail=detail, quality_score=final,
+            chunk_id=chunk.chunk_id,
+            reason="below_threshold",
+            detail=detail,
+            quality_score=final,
             components=components,
         )
 

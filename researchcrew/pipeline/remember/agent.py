@@ -48,7 +48,12 @@ class MemoryAgentStore(Protocol):
     """The part of ``MemoryStore`` the agent uses."""
 
     async def add_exchange(
-        self, *, user_id: str, session_id: str, query: Query, response: FinalResponse,
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        query: Query,
+        response: FinalResponse,
         context: dict[str, Any] | None = None,
     ) -> ExchangeRecord: ...
 
@@ -115,8 +120,9 @@ class MemoryAgent:
     def remember_in_background(self, memory_input: MemoryInput) -> asyncio.Task[MemoryOutput]:
         """Schedule ``run`` and return at once (the answer must not wait for memory). The task never raises;
         its result is the ``MemoryOutput``. Keep no reference if you do not need it: the agent keeps one."""
-        task = asyncio.create_task(self._run_in_slot(memory_input),
-                                   name=f"remember:{memory_input.final_response.response_id}")
+        task = asyncio.create_task(
+            self._run_in_slot(memory_input), name=f"remember:{memory_input.final_response.response_id}"
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
@@ -157,15 +163,26 @@ class MemoryAgent:
         outcome = _Outcome()
         result: dict[str, Any] = {}
 
-        record = await self._step(outcome, "history", lambda: self.store.add_exchange(
-            user_id=user_id, session_id=session_id, query=query, response=response, context=memory_input.context))
+        record = await self._step(
+            outcome,
+            "history",
+            lambda: self.store.add_exchange(
+                user_id=user_id, session_id=session_id, query=query, response=response, context=memory_input.context
+            ),
+        )
         result["conversation_entry_added"] = record is not None
 
-        extraction = await self._step(outcome, "entities", lambda: self.extractor.extract([query.text,
-                                                                                            response.answer]))
+        extraction = await self._step(
+            outcome, "entities", lambda: self.extractor.extract([query.text, response.answer])
+        )
         if extraction is not None:
-            counts = await self._step(outcome, "entities", lambda: self.store.record_entities(
-                user_id=user_id, response_id=response.response_id, mentions=extraction.mentions))
+            counts = await self._step(
+                outcome,
+                "entities",
+                lambda: self.store.record_entities(
+                    user_id=user_id, response_id=response.response_id, mentions=extraction.mentions
+                ),
+            )
             if counts is not None:
                 result["entities_added"], result["entities_updated"] = counts
             added = await self._relationships(outcome, user_id, response.response_id, extraction)
@@ -174,15 +191,25 @@ class MemoryAgent:
         else:
             outcome.fail("relationships", "skipped (no entities were extracted)")
 
-        changed = await self._step(outcome, "preferences", lambda: self.preferences.observe(
-            user_id=user_id, response_id=response.response_id, signals=signals,
-            count=record is None or record.created))
+        changed = await self._step(
+            outcome,
+            "preferences",
+            lambda: self.preferences.observe(
+                user_id=user_id,
+                response_id=response.response_id,
+                signals=signals,
+                count=record is None or record.created,
+            ),
+        )
         result["preferences_updated"] = bool(changed)
 
         if self.zep_outbox is not None:
             outbox = self.zep_outbox
-            await self._step(outcome, "zep", lambda: outbox.enqueue_turn(
-                user_id=user_id, session_id=session_id, query=query, response=response))
+            await self._step(
+                outcome,
+                "zep",
+                lambda: outbox.enqueue_turn(user_id=user_id, session_id=session_id, query=query, response=response),
+            )
 
         output = MemoryOutput(
             status=outcome.status,
@@ -191,16 +218,20 @@ class MemoryAgent:
             **result,
         )
         if outcome.failures:
-            logger.warning("memory for response %s: %s (%s)", response.response_id, output.status,
-                           output.error_message)
+            logger.warning("memory for response %s: %s (%s)", response.response_id, output.status, output.error_message)
         return output
 
     async def _relationships(self, outcome: _Outcome, user_id: str, response_id: str, found: Extraction) -> int | None:
         if not found.relations:
             outcome.ran.add("relationships")
             return 0
-        return await self._step(outcome, "relationships", lambda: self.store.record_relationships(
-            user_id=user_id, relations=found.relations, response_id=response_id))
+        return await self._step(
+            outcome,
+            "relationships",
+            lambda: self.store.record_relationships(
+                user_id=user_id, relations=found.relations, response_id=response_id
+            ),
+        )
 
     async def _step(self, outcome: _Outcome, name: str, work: Callable[[], Awaitable[T]]) -> T | None:
         """Run one step under the step timeout; a failure is logged and recorded, never raised."""

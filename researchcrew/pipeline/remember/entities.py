@@ -42,8 +42,9 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"<>]+")
 _ARXIV_NEW = re.compile(r"(?<![\w./])(?:arXiv:\s*)?(\d{2})(\d{2})\.(\d{4,5})(?:v\d+)?(?![\w/])", re.IGNORECASE)
-_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/((?:\d{4}\.\d{4,5})|(?:[a-z-]+(?:\.[A-Z]{2})?/\d{7}))(?:v\d+)?",
-                        re.IGNORECASE)
+_ARXIV_URL = re.compile(
+    r"arxiv\.org/(?:abs|pdf)/((?:\d{4}\.\d{4,5})|(?:[a-z-]+(?:\.[A-Z]{2})?/\d{7}))(?:v\d+)?", re.IGNORECASE
+)
 _ARXIV_OLD = re.compile(r"(?<![\w./-])([a-z]+(?:-[a-z]+)?)(?:\.[A-Z]{2})?/(\d{2})(\d{2})(\d{3})(?:v\d+)?\b")
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.'][A-Za-z0-9]+)*(?:@\d+)?")
 
@@ -159,8 +160,15 @@ class RuleBasedExtractor:
         for (a, b), count in pair_counts.items():
             if a in kept and b in kept and (a, b) not in defined:
                 confidence = min(_combined(kept[a]), _combined(kept[b])) * (1 - 0.5**count)
-                relations.append(EntityRelation(source=kept[a].name, target=kept[b].name, relation=CO_OCCURS,
-                                                confidence=round(confidence, 4), symmetric=True))
+                relations.append(
+                    EntityRelation(
+                        source=kept[a].name,
+                        target=kept[b].name,
+                        relation=CO_OCCURS,
+                        confidence=round(confidence, 4),
+                        symmetric=True,
+                    )
+                )
         return Extraction(mentions=mentions, relations=relations, method="rules")
 
 
@@ -401,8 +409,9 @@ def _name_type(words: list[str], sentence: str, run: list[re.Match[str]]) -> Ent
         before = sentence[: run[0].start()].rstrip().rsplit(None, 1)
         after = sentence[run[-1].end() :].lstrip().split(None, 1)
         cue_before = bool(before) and before[-1].casefold().rstrip(".") in lexicon.PERSON_CUES
-        cue_after = bool(after) and (after[0].casefold().strip(".,;:") in lexicon.PERSON_VERBS
-                                     or after[0] in ("et", "'s", "’s"))
+        cue_after = bool(after) and (
+            after[0].casefold().strip(".,;:") in lexicon.PERSON_VERBS or after[0] in ("et", "'s", "’s")
+        )
         if cue_before or cue_after:
             return "person"  # "by Geoffrey Hinton", "Hinton et al.", "Geoffrey Hinton proposed"
     return "concept"
@@ -451,7 +460,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*")
 
 def _spells(window: Sequence[re.Match[str]], acronym: str) -> bool:
     initials = "".join(
-        part[0] for w in window if w.group(0).casefold() not in lexicon.DEFINITION_SKIP
+        part[0]
+        for w in window
+        if w.group(0).casefold() not in lexicon.DEFINITION_SKIP
         for part in w.group(0).split("-")
     )
     if initials.casefold() == acronym.casefold():
@@ -466,7 +477,7 @@ def _definition(sentence: str, acronym: str, at: int, window: Sequence[re.Match[
 
 
 def _initials_cover(window: Sequence[re.Match[str]], acronym: str) -> bool:
-    """"Bidirectional Encoder Representations from Transformers" → BERT; "Transformer-XL (TXL)"-style words
+    """ "Bidirectional Encoder Representations from Transformers" → BERT; "Transformer-XL (TXL)"-style words
     whose capital letters spell the acronym in order."""
     capitals = "".join(c for w in window for c in w.group(0) if c.isupper())
     return capitals.casefold() == acronym.casefold() and window[0].group(0)[0].upper() == acronym[0].upper()

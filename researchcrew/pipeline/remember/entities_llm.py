@@ -144,12 +144,12 @@ class LLMEntityExtractor:
             known = mentions.get(key)
             if known is not None:
                 kind = entity.type if entity.type != "concept" else known.type
-                mentions[key] = known.model_copy(update={"type": kind,
-                                                         "confidence": max(known.confidence, confidence)})
+                mentions[key] = known.model_copy(update={"type": kind, "confidence": max(known.confidence, confidence)})
                 continue
             context = next((s for s in sentence_list if name.casefold() in s.casefold()), "")
-            mentions[key] = EntityMention(name=name, type=entity.type, confidence=confidence,
-                                          context=context[:CONTEXT_CHARS])
+            mentions[key] = EntityMention(
+                name=name, type=entity.type, confidence=confidence, context=context[:CONTEXT_CHARS]
+            )
         relations = list(rules.relations)
         seen = {(normalize(r.source), normalize(r.target), r.relation) for r in relations}
         for relation in answer.relations:
@@ -160,8 +160,14 @@ class LLMEntityExtractor:
             if triple in seen:
                 continue
             seen.add(triple)
-            relations.append(EntityRelation(source=source.name, target=target.name, relation=relation.relation,
-                                            confidence=min(relation.confidence, MAX_LLM_CONFIDENCE)))
+            relations.append(
+                EntityRelation(
+                    source=source.name,
+                    target=target.name,
+                    relation=relation.relation,
+                    confidence=min(relation.confidence, MAX_LLM_CONFIDENCE),
+                )
+            )
         return Extraction(mentions=list(mentions.values()), relations=relations, method="llm")
 
 

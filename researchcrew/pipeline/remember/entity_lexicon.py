@@ -45,8 +45,10 @@ NAME_CONNECTORS = frozenset({"of", "for", "de", "van", "von", "der", "den", "la"
 DEFINITION_SKIP = _words("of for and the a an in on to from with by via")
 
 # Abbreviations whose period does not end a sentence.
-ABBREVIATIONS = _words("al e.g i.e etc vs fig figs eq eqs dr prof mr ms mrs no vol pp cf approx sec ch ref refs st "
-                       "jr sr inc ltd co corp u.s resp")
+ABBREVIATIONS = _words(
+    "al e.g i.e etc vs fig figs eq eqs dr prof mr ms mrs no vol pp cf approx sec ch ref refs st "
+    "jr sr inc ltd co corp u.s resp"
+)
 
 # All-caps tokens that are ordinary words, Roman numerals or shorthand rather than names.
 NOT_ACRONYMS = _words("""
@@ -64,22 +66,24 @@ suggested published received won said says noted observed popularized pioneered 
 
 CONTEXT_TYPES: dict[str, str] = {
     **dict.fromkeys(("dataset", "datasets", "corpus", "corpora", "benchmark", "benchmarks", "collection"), "dataset"),
-    **dict.fromkeys(("model", "models", "architecture", "encoder", "decoder", "checkpoint", "llm", "network"),
-                    "model"),
+    **dict.fromkeys(("model", "models", "architecture", "encoder", "decoder", "checkpoint", "llm", "network"), "model"),
     **dict.fromkeys(("method", "methods", "approach", "technique", "algorithm", "framework", "paradigm"), "method"),
     **dict.fromkeys(("metric", "metrics", "score", "scores"), "metric"),
 }
 
-METRICS = _words("NDCG MRR MAP BLEU ROUGE METEOR AUC AUROC F1 EM PPL WER CER CIDER SPICE BERTSCORE MAE MSE RMSE ACC "
-                 "RECALL@K P@K HITS@K")
+METRICS = _words(
+    "NDCG MRR MAP BLEU ROUGE METEOR AUC AUROC F1 EM PPL WER CER CIDER SPICE BERTSCORE MAE MSE RMSE ACC "
+    "RECALL@K P@K HITS@K"
+)
 
 MODEL_FAMILIES = _words("""
 BERT GPT T5 BART ROBERTA XLNET ELECTRA ALBERT DEBERTA LLAMA MISTRAL MIXTRAL GEMMA PALM FALCON CLIP VIT RESNET VGG
 LSTM GRU COLBERT SPLADE OPT BLOOM QWEN PHI CLAUDE GEMINI WORD2VEC GLOVE ELMO FLAN
 """)
 MODEL_SUFFIXES = ("BERT", "GPT", "NET", "FORMER")
-METHOD_NAMES = _words("BM25 TF-IDF TFIDF RLHF DPO PPO LORA QLORA PEFT SGD ADAM ADAMW PCA SVM KNN HNSW RRF MMR RAG DPR "
-                      "COT ICL SFT MLM NSP")
+METHOD_NAMES = _words(
+    "BM25 TF-IDF TFIDF RLHF DPO PPO LORA QLORA PEFT SGD ADAM ADAMW PCA SVM KNN HNSW RRF MMR RAG DPR COT ICL SFT MLM NSP"
+)
 
 ORG_WORDS = _words("""
 university universität université institute institution laboratory laboratories lab labs inc corp corporation

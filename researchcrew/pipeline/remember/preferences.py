@@ -112,11 +112,15 @@ def learn(
             (preferred if source in current.exclude_sources else exclude).remove(source)
         update["preferred_sources"], update["excluded_sources"] = preferred, exclude
     new_prefs = prefs.model_copy(update=update) if update else prefs
-    return stored.model_copy(update={
-        "preferences": UserPreferences.model_validate(new_prefs.model_dump()),
-        "format_requests": formats, "source_requests": requested, "source_exclusions": excluded,
-        "exchanges_seen": seen,
-    })
+    return stored.model_copy(
+        update={
+            "preferences": UserPreferences.model_validate(new_prefs.model_dump()),
+            "format_requests": formats,
+            "source_requests": requested,
+            "source_exclusions": excluded,
+            "exchanges_seen": seen,
+        }
+    )
 
 
 class PreferenceStore(Protocol):
@@ -134,9 +138,7 @@ class PreferenceLearner:
         self.store = store
         self.policy = policy or PreferencePolicy()
 
-    async def observe(
-        self, *, user_id: str, response_id: str, signals: RequestSignals, count: bool = True
-    ) -> bool:
+    async def observe(self, *, user_id: str, response_id: str, signals: RequestSignals, count: bool = True) -> bool:
         """Account for one exchange; True when the user's preferences (not just the counters) changed."""
         history = await self.store.history(user_id=user_id, session_id=None, limit=self.policy.window * 4)
         recent = [RequestSignals.from_context(e.context) for e in history if e.response_id != response_id]

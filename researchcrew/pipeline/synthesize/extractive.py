@@ -256,8 +256,9 @@ def extractive_draft(request: SynthesizerInput, evidence: Sequence[ScoredChunk])
             members.sort(key=lambda s: (s.number, s.position))
             first = members[0].number
             sections.append(
-                DraftSection(heading=_heading(evidence[first - 1], first), perspective=None,
-                             claims=[_claim(s) for s in members])
+                DraftSection(
+                    heading=_heading(evidence[first - 1], first), perspective=None, claims=[_claim(s) for s in members]
+                )
             )
     if not request.include_sections:
         for section in perspectives:

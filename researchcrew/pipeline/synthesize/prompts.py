@@ -196,4 +196,3 @@ def repair_messages(system_text: str, previous_reply: str, error: str, evidence_
 def system_text() -> str:
     """The system message as crewAI composes it from role, backstory and goal (used for the repair call)."""
     return f"You are {ROLE}. {RULES}\nYour personal goal is: {GOAL}"
-

@@ -47,9 +47,7 @@ def upgrade() -> None:
         sqlite_autoincrement=True,
     )
     op.create_index("ix_memory_exchanges_user_id_id", "memory_exchanges", ["user_id", "id"])
-    op.create_index(
-        "ix_memory_exchanges_user_session_asked", "memory_exchanges", ["user_id", "session_id", "asked_at"]
-    )
+    op.create_index("ix_memory_exchanges_user_session_asked", "memory_exchanges", ["user_id", "session_id", "asked_at"])
     op.create_table(
         "memory_messages",
         sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
