@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from crewai import BaseLLM
 
-from tests.helpers.fake_llm import FakeLLM, FakeLLMExhausted
+from researchcrew.testing.llm import FakeLLM, FakeLLMExhausted
 
 
 async def test_queued_responses_and_history() -> None:

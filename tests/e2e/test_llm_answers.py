@@ -12,8 +12,8 @@ from typing import Any
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts import FinalResponse
 from researchcrew.settings import LLMSettings
+from researchcrew.testing.llm import FakeLLM, Message
 from tests.e2e.support import SpyTool, assert_every_claim_cited, evidence, offline_settings
-from tests.helpers.fake_llm import FakeLLM, Message
 from tests.loopback.openai import openai_server
 
 QUESTION = "What is metamorphic testing?"

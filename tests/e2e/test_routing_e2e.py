@@ -8,9 +8,9 @@ from pathlib import Path
 
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.memory.store import MemoryStore
+from researchcrew.testing.llm import FakeLLM
 from tests.e2e.support import SpyTool, assert_every_claim_cited, evidence, offline_settings
 from tests.e2e.test_llm_answers import CHUNKS, QUESTION, draft
-from tests.helpers.fake_llm import FakeLLM
 
 POOLING_A = evidence(
     "pool-a",

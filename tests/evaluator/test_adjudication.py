@@ -18,8 +18,8 @@ from researchcrew.pipeline.evaluate.adjudication import (
 )
 from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
 from researchcrew.settings import EvaluationSettings
+from researchcrew.testing.llm import FakeLLM
 from tests.evaluator.factories import chunk, request
-from tests.helpers.fake_llm import FakeLLM
 
 NUMBERS_A = "The model reaches an accuracy of 92% on ImageNet."
 NUMBERS_B = "On ImageNet, the model's accuracy is only 75%."

@@ -5,28 +5,14 @@ from __future__ import annotations
 from researchcrew.contracts import ProgressEvent
 from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 from researchcrew.pipeline.flow import run_question
-from researchcrew.pipeline.stages import ResearchStages
-from tests.flow.fakes import (
+from researchcrew.testing.stages import (
     CitingSynthesizer,
     PassThroughEvaluator,
     ScriptedRetriever,
-    chunk,
-    identity_validator,
     recording_memory,
 )
-
-
-def make_stages(retriever: ScriptedRetriever, **overrides: object) -> ResearchStages:
-    options: dict[str, object] = {
-        "retriever": retriever,
-        "evaluator": PassThroughEvaluator(),
-        "fallback_evaluator": PassThroughEvaluator(),
-        "synthesizer": CitingSynthesizer(),
-        "fallback_synthesizer": CitingSynthesizer(kind="extractive"),
-        "validate_citations": identity_validator,
-    }
-    options.update(overrides)
-    return ResearchStages(**options)  # type: ignore[arg-type]
+from researchcrew.testing.stages import relevant_chunk as chunk
+from researchcrew.testing.stages import scripted_stages as make_stages
 
 
 def question(text: str, **options: object) -> ResearchRequest:

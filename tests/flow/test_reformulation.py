@@ -4,8 +4,8 @@ deterministic rewrite; the question and earlier queries reach the LLM fenced as 
 from __future__ import annotations
 
 from researchcrew.pipeline.reformulate import deterministic_reformulation, keyword_query, llm_reformulation
-from tests.flow.fakes import chunk
-from tests.helpers.fake_llm import FakeLLM
+from researchcrew.testing.llm import FakeLLM
+from researchcrew.testing.stages import relevant_chunk as chunk
 
 QUESTION = "How do transformers use attention heads?"
 

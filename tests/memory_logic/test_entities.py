@@ -16,7 +16,7 @@ from researchcrew.pipeline.remember.entities import (
     sentences,
 )
 from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor, parse_answer
-from tests.helpers.fake_llm import FakeLLM
+from researchcrew.testing.llm import FakeLLM
 from tests.memory_logic import exchanges
 
 rules = RuleBasedExtractor()

@@ -22,8 +22,8 @@ from researchcrew.memory.zep import ZepMemory, zep_session_id
 from researchcrew.pipeline.remember.agent import MemoryAgent
 from researchcrew.pipeline.remember.entities import RuleBasedExtractor, normalize
 from researchcrew.pipeline.remember.preferences import RequestSignals
+from researchcrew.testing.llm import FakeLLM
 from tests.conftest import PROJECT_ROOT
-from tests.helpers.fake_llm import FakeLLM
 from tests.loopback.server import LoopbackServer
 from tests.loopback.zep import FakeZep
 from tests.memory_logic import exchanges

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent, parse_draft
-from tests.helpers.fake_llm import FakeLLM
+from researchcrew.testing.llm import FakeLLM
 from tests.synthesizer.builders import GOOD_REPLY, contradiction, draft_json, evidence, request, section
 
 

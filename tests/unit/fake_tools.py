@@ -1,78 +1,15 @@
-"""In-process fake retrieval tools: each is a real ``Tool`` subclass with one scripted behaviour.
-
-They record their calls so tests can assert who was called, with what, and whether a cancellation reached them.
-"""
+"""Misbehaving retrieval tools for the Retriever's and the Tool base class's tests, built on the shipped
+``researchcrew.testing.FakeTool`` (which records calls, starts and cancellations)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 from researchcrew.contracts import ContextChunk
 from researchcrew.errors import FailureKind, ToolError
-from researchcrew.tools.base import Tool, ToolResult
-
-
-def make_chunk(source_type: str, number: int, **fields: Any) -> ContextChunk:
-    values: dict[str, Any] = {
-        "chunk_id": f"{source_type}-{number}",
-        "source_type": source_type,
-        "content": f"evidence {number} from {source_type}",
-        "semantic_relevance": 0.5,
-        **fields,
-    }
-    return ContextChunk(**values)
-
-
-class FakeTool(Tool):
-    """Answers with the given chunks after ``delay_s``; records every call's query and keyword arguments."""
-
-    name = "fake"
-    description = "A scripted fake source."
-    source_type = "rag"
-
-    def __init__(
-        self,
-        source_type: str = "rag",
-        *,
-        name: str | None = None,
-        chunks: Sequence[ContextChunk] | None = None,
-        count: int = 2,
-        delay_s: float = 0.0,
-    ) -> None:
-        # Instance attributes shadow the class attributes, so one class serves every source type.
-        self.source_type = source_type  # type: ignore[misc]
-        self.name = name or f"{source_type}_fake"  # type: ignore[misc]
-        self.chunks = list(chunks) if chunks is not None else [make_chunk(source_type, i) for i in range(count)]
-        self.delay_s = delay_s
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.started = 0
-        self.cancelled = False
-
-    async def _search(
-        self,
-        query: str,
-        *,
-        num_results: int = 5,
-        user_id: str | None = None,
-        session_id: str | None = None,
-        **options: Any,
-    ) -> list[ContextChunk]:
-        self.calls.append(
-            (query, {"num_results": num_results, "user_id": user_id, "session_id": session_id, **options})
-        )
-        self.started += 1
-        try:
-            await self._behave()
-        except asyncio.CancelledError:
-            self.cancelled = True
-            raise
-        return list(self.chunks)
-
-    async def _behave(self) -> None:
-        if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+from researchcrew.testing.tools import FakeTool
+from researchcrew.tools.base import ToolResult
 
 
 class HangingTool(FakeTool):

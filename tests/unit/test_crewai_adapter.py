@@ -12,8 +12,10 @@ import pytest
 from crewai.tools import BaseTool
 from crewai.tools.tool_failure import ToolFailure
 
+from researchcrew.testing import FakeTool
+from researchcrew.testing import fake_chunk as make_chunk
 from researchcrew.tools.crewai_adapter import CrewAIToolAdapter, ToolSearchArgs, to_crewai_tools
-from tests.unit.fake_tools import BuggyTool, FailingTool, FakeTool, HangingTool, make_chunk
+from tests.unit.fake_tools import BuggyTool, FailingTool, HangingTool
 
 
 class WhereTool(FakeTool):

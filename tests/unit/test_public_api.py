@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -34,9 +36,12 @@ PUBLIC_API = [
     "RemovalReason",
     "ResearchAssistant",
     "ResearchCrewError",
+    "ResearchRequest",
+    "ResponseOptions",
     "RetrieverAgent",
     "RetrieverInput",
     "RetrieverOutput",
+    "Runtime",
     "Settings",
     "SourceFailure",
     "SourceReport",
@@ -46,6 +51,7 @@ PUBLIC_API = [
     "ToolError",
     "ToolResult",
     "UserPreferences",
+    "open_runtime",
 ]
 
 
@@ -58,6 +64,13 @@ def test_every_public_name_resolves(name: str) -> None:
     value = getattr(researchcrew, name)
     assert value is not None
     assert getattr(value, "__name__", name) == name
+
+
+def test_the_type_stub_and_the_runtime_names_are_one_list() -> None:
+    # Type checkers read __init__.pyi; the runtime loads from it too, so the two cannot drift apart.
+    stub = ast.parse((Path(researchcrew.__file__).parent / "__init__.pyi").read_text())
+    imported = sorted(alias.name for node in stub.body if isinstance(node, ast.ImportFrom) for alias in node.names)
+    assert imported == PUBLIC_API
 
 
 def test_reexports_are_the_same_objects_as_their_home_modules() -> None:

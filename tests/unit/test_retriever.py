@@ -12,12 +12,13 @@ import pytest
 from researchcrew.contracts import ContextChunk, RetrieverInput, RetrieverOutput
 from researchcrew.pipeline.retrieve import RetrieverAgent
 from researchcrew.settings import RetrievalSettings
+from researchcrew.testing import FakeTool
+from researchcrew.testing import fake_chunk as make_chunk
 from researchcrew.tools.base import ToolResult
 from tests.unit.fake_tools import (
     BarrierTool,
     BuggyTool,
     FailingTool,
-    FakeTool,
     GarbageTool,
     HangingTool,
     IgnoresTimeoutTool,
@@ -25,7 +26,6 @@ from tests.unit.fake_tools import (
     SelfCancellingTool,
     StrictTool,
     StubbornTool,
-    make_chunk,
 )
 
 

@@ -10,8 +10,10 @@ import pytest
 
 from researchcrew.contracts import ContextChunk
 from researchcrew.errors import ToolError
+from researchcrew.testing import FakeTool
+from researchcrew.testing import fake_chunk as make_chunk
 from researchcrew.tools.base import Tool, ToolResult, validate_chunks
-from tests.unit.fake_tools import BuggyTool, FailingTool, FakeTool, HangingTool, make_chunk
+from tests.unit.fake_tools import BuggyTool, FailingTool, HangingTool
 
 
 async def test_success_returns_chunks_stamped_with_the_tool_and_the_latency() -> None:

@@ -1,9 +1,18 @@
-"""Small stand-ins for the four agents, to test the Flow's routing without models or services."""
+"""Scripted stand-ins for the pipeline's stages, to test code around the research Flow without models or services.
+
+    retriever = ScriptedRetriever([relevant_chunk("a", 0.8), relevant_chunk("b", 0.7)])
+    stages = scripted_stages(retriever)                    # pass-through evaluator, a synthesizer citing [1]
+    answer = await run_question(stages, ResearchRequest(question="What is attention?"))
+    assert retriever.requests[0].query_text == "What is attention?"
+
+Each stage records what it was asked; ``delay_s`` makes one slow, to test deadlines.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from researchcrew.contracts import (
     AggregatedContext,
@@ -23,9 +32,11 @@ from researchcrew.contracts import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.pipeline.stages import ResearchStages
 
 
-def chunk(chunk_id: str, relevance: float, content: str = "Evidence text about transformers.") -> ContextChunk:
+def relevant_chunk(chunk_id: str, relevance: float, content: str = "Evidence text about transformers.") -> ContextChunk:
+    """A knowledge-base chunk with the given relevance (what the Flow's confidence bands read)."""
     return ContextChunk(
         chunk_id=chunk_id,
         source_type="rag",
@@ -104,7 +115,7 @@ class CitingSynthesizer:
         response = FinalResponse(
             query=request.original_query,
             answer=f"{first.content} [1]",
-            answer_kind=self.kind,  # type: ignore[arg-type]
+            answer_kind=self.kind,
             sections=[AnswerSection(claims=[Claim(text=first.content, citations=[1])])],
             confidence=0.7,
             confidence_level="medium",
@@ -117,13 +128,31 @@ class CitingSynthesizer:
         )
 
 
-def identity_validator(response: FinalResponse, given: Sequence[ContextChunk]) -> FinalResponse:
+def keep_citations(response: FinalResponse, given: Sequence[ContextChunk]) -> FinalResponse:
+    """A citation check that changes nothing (the real one is ``synthesize.citations.validate_citations``)."""
     return response
 
 
 def recording_memory(calls: list[object]) -> Callable[[object], bool]:
+    """A memory scheduler that appends each ``MemoryInput`` to ``calls`` instead of storing it."""
+
     def remember(memory_input: object) -> bool:
         calls.append(memory_input)
         return True
 
     return remember
+
+
+def scripted_stages(retriever: ScriptedRetriever, **overrides: Any) -> ResearchStages:
+    """``ResearchStages`` around ``retriever``: a pass-through evaluator, a synthesizer that cites [1] (extractive
+    when the deadline forces the fallback), citations kept as written. Any ``ResearchStages`` field can be given."""
+    options: dict[str, Any] = {
+        "retriever": retriever,
+        "evaluator": PassThroughEvaluator(),
+        "fallback_evaluator": PassThroughEvaluator(),
+        "synthesizer": CitingSynthesizer(),
+        "fallback_synthesizer": CitingSynthesizer(kind="extractive"),
+        "validate_citations": keep_citations,
+    }
+    options.update(overrides)
+    return ResearchStages(**options)

@@ -1,4 +1,4 @@
-"""The shared fake LLM: a real ``crewai.BaseLLM`` subclass with queued responses and a call history.
+"""A fake LLM for tests: a real ``crewai.BaseLLM`` subclass with queued responses and a call history.
 
     llm = FakeLLM(["first answer", lambda messages: "computed from " + messages[-1]["content"]])
     agent = Agent(..., llm=llm)          # crewAI accepts it like any provider
