@@ -1,12 +1,9 @@
 """What the CPU offers for int8 matrix multiplication, which decides how fast and how exact the int8 embedder is.
 
-ONNX Runtime multiplies u8 activations by s8 weights. With VNNI (``vpdpbusd``: AVX-512 VNNI, AVX-VNNI) or AMX the
-products are summed in 32 bits and the result is exact. With AVX2 alone it uses ``vpmaddubsw``, which adds pairs
-of products in *16* bits and saturates: the int8 vectors drift a little further from the float model's (measured on
-an AMD EPYC Zen 3: cosine mean 0.993, min 0.983 over 500 SciFact abstracts, against ≥ 0.99 on a VNNI Xeon).
-Retrieval did not notice (SciFact hybrid nDCG@10 0.749 from either CPU's vectors), but users and tests should
-know which case they are in. ONNX Runtime's ``reduce_range`` (7-bit weights) avoids the saturation at the cost of
-one bit of precision, and measured no better overall (benchmarks/README.md).
+With VNNI (AVX-512 VNNI, AVX-VNNI) or AMX, ONNX Runtime sums u8×s8 products in 32 bits: the int8 vectors are as
+exact as int8 allows. With AVX2 alone it adds pairs of products in 16 bits, which saturates, and the vectors drift a
+little further from the float model's (retrieval quality does not notice; the cosine bounds per CPU kind are in
+benchmarks/README.md). Users and tests should know which case they are in.
 """
 
 from __future__ import annotations

@@ -1,18 +1,14 @@
 """Sentence embeddings on ONNX Runtime: the same vectors as sentence-transformers on torch, several times faster on
 CPU.
 
-The model is converted once (``researchcrew.embedding.onnx_export``: traced, fused, int8 by default) and cached.
-Encoding tokenises with the ``tokenizers`` package (the model's own ``tokenizer.json``, Rust, batched), runs the
-session, then mean pooling and L2 normalisation in numpy — exactly what the model's sentence-transformers modules
-(``1_Pooling``, ``2_Normalize``) do.
+The model is converted once (``onnx_export``: traced, fused, int8 by default) and cached. Encoding tokenises with
+the model's own ``tokenizer.json`` (``tokenizers``), runs the session, then mean pooling and L2 normalisation in
+numpy — what the model's sentence-transformers modules (``1_Pooling``, ``2_Normalize``) do.
 
-Throughput on a small CPU comes from *parallel single-threaded* runs: one session, ``intra_op_num_threads=1``, and
-one worker thread per core each running its own texts (ONNX Runtime releases the GIL and a session may be run
-from several threads at once). Measured on a 2-core machine: about twice the texts/s of one run using two
-intra-op threads, whose many small per-operator synchronisations stall whenever a core is busy elsewhere.
-
-The int8 model runs one text per call: its activation scales are computed per call, so in a batch one text's vector
-would depend on its neighbours and on padding. The float model runs length-sorted batches (little padding).
+Throughput on a small CPU comes from parallel single-threaded runs (one session, one worker thread per core): many
+small per-operator synchronisations of intra-op threads stall whenever a core is busy elsewhere. The int8 model runs
+one text per call, because its activation scales are computed per call (in a batch, one text's vector would depend
+on its neighbours and on padding); the float model runs length-sorted batches. Figures: benchmarks/README.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
 """The one-off conversion of a sentence-transformers model to ONNX, cached per model and recipe.
 
-Why not sentence-transformers' own ``backend="onnx"``: it needs ``optimum``, whose current release pins an older
-``transformers`` than the one crewAI brings. The transformer is small and its export is a one-off, so we do it
-ourselves, in three steps, into a temporary directory that is renamed into place (two processes exporting at once,
-or a crash mid-export, never leave a half-written model behind):
+Not sentence-transformers' own ``backend="onnx"``: it needs ``optimum``, which pins an older ``transformers`` than
+crewAI brings. The export is three steps, into a temporary directory renamed into place (two processes exporting at
+once, or a crash mid-export, never leave a half-written model):
 
 1. **Trace** the transformer (token embeddings out) with ``torch.onnx.export``.
-2. **Fuse** BERT-family graphs with ONNX Runtime's transformer optimizer: the same arithmetic in fewer, faster
-   operators. With transformers 5 the traced graph gets the skip-layer-norm and bias-GELU kernels; its attention
-   and embedding subgraphs no longer match the optimizer's patterns. Making them match (a custom attention function
-   at export) was measured at +4 % texts/s on one CPU, within noise, and is not done (benchmarks/README.md).
-3. **Quantise** (optional, the default) the weights of the matrix multiplications to int8 per output channel, with
-   dynamic (per-call) activation scales: 2.4× the float model's texts/s on an AVX-512 VNNI Xeon, 3.0× on an
-   AVX2-only AMD EPYC. Per-channel weight scales keep vectors close to the float model's (per-tensor scales, the
-   library default, do not: ~0.93 mean cosine on SciFact abstracts): cosine ≥ 0.99 on the VNNI CPU, mean 0.993 and
-   min 0.983 on the AVX2 one, whose int8 instructions saturate a little. Dense-only nDCG@10 on SciFact: 0.6438 int8
-   vs 0.6451 float; the hybrid pipeline gives 0.748–0.750 from either CPU's vectors (benchmarks/README.md).
+2. **Fuse** BERT-family graphs with ONNX Runtime's transformer optimizer (the same arithmetic in fewer operators).
+3. **Quantise** (the default) the matrix multiplications' weights to int8 per output channel, with per-call
+   activation scales: several times the float model's speed; per-channel scales keep the vectors close to the
+   float model's, where the library's default per-tensor scales do not.
 
-The cache key is a fingerprint of the model files (names, sizes, modification times) and ``EXPORT_RECIPE``.
+The cache key is a fingerprint of the model files (names, sizes, modification times) and ``EXPORT_RECIPE``. What was
+measured for each step, and what was tried and dropped: benchmarks/README.md.
 """
 
 from __future__ import annotations

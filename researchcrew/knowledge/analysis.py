@@ -1,20 +1,12 @@
 """Text analysis for BM25, done in the client so that Milvus Lite and a Milvus server rank the same way.
 
-Milvus' BM25 Function analyses the text field with the field's analyzer. A Milvus server supports stemming and
-stop-word filters there, but Milvus Lite (the embedded default) implements only a ``\\w+`` + lowercase tokenizer:
-it silently ignores ``{"type": "stemmer"}`` and treats ``_english_`` as a literal stop word. On SciFact that gap
-is worth several nDCG points (stemming is the single largest BM25 lever).
-
-So the analysis happens here: lowercase, word tokens of two or more characters, English stop words removed,
-Snowball English stemming (PyStemmer), and one more token for every hyphenated compound, its parts joined
-("IL-6" → ``il`` and ``il6``; "T-cells" → ``cell`` and ``tcell``). Scientific names are full of hyphens, and the
-parts alone are weak or lost (single characters are not tokens): with the joined form, "IL-6" and "IL6" match
-each other and "IL-6" no longer matches every "IL-" name. On SciFact's tuning half it lifted hybrid nDCG@10 by
-about 0.01 (benchmarks/retrieval_ablation.py). The result is a space-separated string of stems, stored in the BM25 input
-field, whose Milvus analyzer is then just ``standard`` + ``lowercase`` (an identity on this input, on Lite and on
-a server alike). Queries go through the same function before they reach the BM25 search. ``ANALYZER_VERSION`` is
-recorded in the collection so that an index built with different analysis is detected instead of silently
-mis-ranked.
+Milvus Lite's analyzer is only ``\\w+`` + lowercase (it silently ignores stemmer and stop-word filters), so the
+analysis happens here: lowercase, word tokens of two or more characters, English stop words removed, Snowball
+English stemming (PyStemmer), and one more token for every hyphenated compound with its parts joined ("IL-6" →
+``il`` and ``il6``), so that "IL-6" and "IL6" match. The result, a space-separated string of stems, goes into the
+BM25 input field, whose Milvus analyzer is then an identity. Queries go through the same function.
+``ANALYZER_VERSION`` is recorded in the collection, so an index built with other analysis is detected instead of
+silently mis-ranked. What each step is worth on SciFact: benchmarks/README.md.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
 """Fusing dense and BM25 evidence into one score per chunk, and calibrating it to a relevance in [0, 1].
 
-**Fusion** (``hybrid_fusion="weighted"``, the default, chosen on SciFact's tuning half — see
-benchmarks/retrieval_scifact.py for the numbers): every candidate in the union of the two pools is scored on both
-sides (``search`` fills in what the other side did not return), each side is min-max normalised over the
-unfiltered candidate pool, and ``fused = w·dense + (1 − w)·bm25`` with ``w = dense_weight``. Measured against the
-alternatives on the tuning half (with the keyword-context BM25 text of ``chunking.keyword_text``): RRF (k=60) was
-~0.03 nDCG@10 lower (0.718 vs 0.749); min-max fusion that counts a side's miss as zero was ~0.014 lower at its best
-weight (0.735 at w=0.4). Those two are what Milvus' own ``hybrid_search`` rankers (``RRFRanker``,
-``WeightedRanker``) compute over two top-k lists, which is why fusion happens here, after ``search`` has completed
-both sides. ``"rrf"`` remains available: Σ 1/(k + rank), divided by its maximum 2/(k + 1) so it lies in [0, 1].
+**Fusion** (``hybrid_fusion="weighted"``, the default): every candidate of the two pools is scored on both sides,
+each side is min-max normalised over the unfiltered pool, and ``fused = w·dense + (1 − w)·bm25``. Milvus' own
+``hybrid_search`` rankers (RRF, weighted) see only two top-k lists and count a side's miss as zero, which measured
+lower on SciFact, so fusion happens here; ``"rrf"`` remains available (Σ 1/(k + rank), scaled to [0, 1]).
 
-**Calibration**: ``relevance = σ(A·fused + B·cosine + C)``. A fused score alone is relative — the best candidate
-of every query gets 1.0, even for a query the knowledge base knows nothing about — so the raw dense cosine, which
-is on an absolute scale, enters too. A, B, C are a logistic regression fitted on SciFact's tuning half with
-class-balanced weights (``benchmarks/calibrate_relevance.py`` refits them and prints the table below): the relevance
-is the probability that a hit is relevant under EQUAL priors of relevant and non-relevant hits, which does not
-depend on how many relevant documents a corpus holds per query (SciFact has ~1.1). 0.5 thus means "as typical of a
-relevant hit as of an irrelevant one". On the held-out half the share of judged-relevant hits rises steadily with
-the relevance band, which is what makes ``min_relevance`` thresholds meaningful (top 10 per query: relevance < 0.3
-→ 0 % judged relevant, 0.3–0.5 → 1.5 %, 0.5–0.7 → 5.3 %, 0.7–0.9 → 12.6 %, ≥ 0.9 → 48.9 %). Every SciFact query
-has an answer in the corpus, so the fit cannot see off-topic queries; a query-level gate on the best cosine
-(``GATE_*``) scales relevance down when nothing in the knowledge base is close to the query.
-
-Hits are ordered by the fused score (adding the cosine term to the *ranking* lowered held-out nDCG), so within one
-result list relevance is nearly, not strictly, monotone. In the single-side diagnostic modes (``dense``/``bm25``)
-the fused score is that side's normalised score and the cosine term is left out (``SINGLE_*``, fitted the same
-way).
+**Calibration**: ``relevance = σ(A·fused + B·cosine + C)``. A fused score is relative (every query's best hit gets
+1.0), so the absolute dense cosine enters too. A, B, C are a class-balanced logistic regression fitted on SciFact's
+tuning half (``benchmarks/calibrate_relevance.py``): the relevance is the probability that a hit is relevant under
+equal priors, so ``min_relevance`` thresholds mean the same whatever the corpus. A query-level gate on the best
+cosine (``GATE_*``) scales relevance down when nothing in the knowledge base is close to the query. Hits are ordered
+by the fused score; the single-side diagnostic modes use their own constants (``SINGLE_*``). The measurements
+behind each choice (fusion variants, the relevance bands on held-out queries): benchmarks/README.md.
 """
 
 from __future__ import annotations

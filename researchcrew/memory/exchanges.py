@@ -1,10 +1,9 @@
 """Reading conversation history: synchronous SQLAlchemy Core functions, run by ``db.Reader``.
 
-They are synchronous on purpose. On SQLite, ``Reader`` runs one of them in a worker thread on a plain pysqlite
-connection: one thread hop for the whole function, where the async driver (aiosqlite) makes about four per
-statement, each a wait for a thread to be scheduled — on a busy machine that was most of recall's time
-(measured: a three-row fetch 5.6 ms through the async ORM, 0.2 ms this way). On PostgreSQL the same function
-runs through ``AsyncConnection.run_sync`` on asyncpg. Rows are read as Core rows (no ORM identity map to build).
+Synchronous on purpose: on SQLite, ``Reader`` runs one of them in a worker thread on a plain pysqlite connection —
+one thread hop for the whole function, where aiosqlite makes several per statement, each a wait for a thread on a
+busy machine (benchmarks/README.md has the figures). On PostgreSQL the same function runs through
+``AsyncConnection.run_sync`` on asyncpg. Rows are read as Core rows (no ORM identity map to build).
 """
 
 from __future__ import annotations
