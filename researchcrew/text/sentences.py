@@ -65,6 +65,7 @@ _DOTTED = re.compile(r"(?:[a-z]{1,3}\.)+[a-z]{1,3}")  # u.s, ph.d, a.m
 _NEXT_WORD = re.compile(r"[A-Za-z]+")
 _WORD_BEFORE_SPACE = re.compile(r"([A-Za-z]+)[ \t]+$")
 _PAIRS = (("(", ")"), ("[", "]"), ("“", "”"))
+_PAIR_CHARACTER = re.compile(r'[()\[\]“”"]')
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -96,7 +97,7 @@ def _block(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> Non
             continue
         _append(text, sentence, stop, spans)
         sentence = following
-        pairs = _OpenPairs(text, following)
+        pairs.restart(following)
     _append(text, sentence, end, spans)
 
 
@@ -124,9 +125,14 @@ def _starts_sentence(text: str, index: int, end: int) -> bool:
 
 def _continues(text: str, match: re.Match[str], following: int, end: int) -> bool:
     """Whether a single period ends an abbreviation that the sentence continues after."""
-    if match.group(0) != ".":  # "!", "?", an ellipsis, or closers after the period: a real end
+    period = match.start()
+    if match.end() - period != 1 or text[period] != ".":  # "!", "?", an ellipsis, or closers: a real end
         return False
-    found = _WORD_BEFORE.search(text, max(0, match.start() - 24), match.start())
+    if period == 0 or not text[period - 1].isalpha():  # "3.", "(see above)." and the like
+        return False
+    if text[max(0, period - 7) : period].isalpha() and period >= 7:  # a word of 7+ letters: no abbreviation
+        return False
+    found = _WORD_BEFORE.search(text, max(0, period - 24), period)
     if found is None or (found.start() > 0 and text[found.start() - 1].isalnum()):
         return False
     word = found.group(1).lower()
@@ -158,22 +164,35 @@ def _may_be_initial(text: str, start: int) -> bool:
 
 
 class _OpenPairs:
-    """Parentheses, brackets and quotations a sentence leaves open, counted incrementally as it grows."""
+    """Parentheses, brackets and quotations a sentence leaves open, counted incrementally as it grows (linear in
+    the text however many candidate ends a long sentence holds)."""
 
     def __init__(self, text: str, start: int) -> None:
         self.text = text
+        self.restart(start)
+
+    def restart(self, start: int) -> None:
         self.counted = start
         self.balance = [0] * len(_PAIRS)
         self.quotes = 0
+        self.any_open = False
 
     def open_until(self, stop: int, end: int) -> bool:
         """Whether the sentence, up to ``stop``, leaves one open that closes within ``INNER_LIMIT`` after it."""
-        segment = self.text[self.counted : stop]
+        text = self.text
+        if _PAIR_CHARACTER.search(text, self.counted, stop) is not None:  # most sentences have none: skip counting
+            segment = text[self.counted : stop]
+            for index, (opener, closer) in enumerate(_PAIRS):
+                self.balance[index] += segment.count(opener) - segment.count(closer)
+            self.quotes += segment.count('"')
+            self.any_open = self.quotes % 2 == 1 or any(balance > 0 for balance in self.balance)
         self.counted = stop
+        if not self.any_open:
+            return False
         horizon = min(end, stop + INNER_LIMIT)
-        found = False
-        for index, (opener, closer) in enumerate(_PAIRS):
-            self.balance[index] += segment.count(opener) - segment.count(closer)
-            found = found or (self.balance[index] > 0 and self.text.find(closer, stop, horizon) >= 0)
-        self.quotes += segment.count('"')
-        return found or (self.quotes % 2 == 1 and self.text.find('"', stop, horizon) >= 0)
+        if self.quotes % 2 == 1 and text.find('"', stop, horizon) >= 0:
+            return True
+        return any(
+            balance > 0 and text.find(closer, stop, horizon) >= 0
+            for balance, (_, closer) in zip(self.balance, _PAIRS, strict=True)
+        )
