@@ -17,6 +17,9 @@ from functools import lru_cache
 
 ANALYZER_VERSION = "snowball-en-2"  # 2: joined hyphenated compounds
 
+# Not the pipeline's stemmer and stop list (``text.terms``): this analysis is the stored index format, versioned by
+# ANALYZER_VERSION, and must not change when the lexical comparisons of the pipeline do.
+
 # The 33 stop words of Lucene's English analyzer (the set bm25s uses too). A short list on purpose: longer ones
 # remove words like "between", "above" or "only" that carry meaning in scientific claims.
 ENGLISH_STOP_WORDS = frozenset(

@@ -3,8 +3,8 @@
 A document's text is Markdown-ish (headings as ``#`` lines, paragraphs separated by blank lines). The chunker
 
 1. splits it into sections at headings; a chunk never spans two sections, so its ``heading`` is exact;
-2. splits sections into sentences (paragraph breaks remembered), and a sentence longer than a whole chunk into
-   word-piece windows;
+2. splits sections into sentences (``text.sentences``, the one splitter; paragraph and line breaks remembered),
+   and a sentence longer than a whole chunk into word-piece windows;
 3. packs sentences into windows that, *together with the context header* (document title and section heading,
    see ``indexed_text``), fit the model's input: all-MiniLM-L6-v2 reads 256 word pieces including ``[CLS]`` and
    ``[SEP]`` and silently drops the rest. Windows in a section are balanced (a 300-piece abstract becomes two
@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 
 from researchcrew.knowledge.documents import Chunk, Document
 from researchcrew.knowledge.tokens import TokenCounter
+from researchcrew.text.sentences import split_sentences
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 # Chunks whose estimated size is this many word pieces or more below the limit are not counted again whole.
 RECOUNT_MARGIN = 16
-_ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "fig.", "figs.", "dr.", "mr.", "ms.", "vs.", "no.", "approx.", "cf.")
 
 
 def indexed_text(title: str | None, heading: str | None, body: str) -> str:
@@ -175,7 +174,7 @@ class Chunker:
         sentences: list[tuple[str, str]] = []
         for paragraph in paragraphs:
             for line_index, line in enumerate(paragraph.split("\n")):
-                for index, sentence in enumerate(_split_sentences(line)):
+                for index, sentence in enumerate(split_sentences(line)):
                     separator = " " if index else "\n" if line_index else "\n\n"
                     sentences.append((sentence, separator))
         counts = self.counter.count_many([sentence for sentence, _ in sentences])
@@ -301,19 +300,3 @@ def _sections(text: str) -> list[_Section]:
             close_paragraph()
     close_paragraph()
     return [section for section in sections if section.paragraphs or section.heading]
-
-
-def _split_sentences(paragraph: str) -> list[str]:
-    sentences: list[str] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(paragraph):
-        candidate = paragraph[start : match.start()]
-        if candidate.lower().endswith(_ABBREVIATIONS):
-            continue
-        if candidate.strip():
-            sentences.append(candidate.strip())
-        start = match.end()
-    tail = paragraph[start:].strip()
-    if tail:
-        sentences.append(tail)
-    return sentences

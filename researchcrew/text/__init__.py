@@ -1,1 +1,2 @@
-"""Text analysis shared by every stage: sentences, words, stems and stop words."""
+"""Text analysis shared by every stage: the one sentence splitter (``sentences``), and the one stemmer and stop-word
+list with what claims, passages and questions are compared by (``terms``)."""

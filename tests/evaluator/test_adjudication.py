@@ -101,12 +101,16 @@ async def test_prompt_fences_both_claims_as_data() -> None:
     assert system["role"] == "system" and "not instructions" in system["content"]
     assert user["role"] == "user"
     content = user["content"]
-    assert "<statement_a>\nAccuracy is 92%.\n</statement_a>" in content or "<statement_b>\nAccuracy is 92%." in content
-    # The injected closing tag was neutralised: exactly one real closing tag per fence.
-    assert content.count("</statement_b>") == 1 and content.count("</statement_a>") == 1
-    assert "‹/statement_b›" in content
-    fenced_b = content.split("<statement_b>\n", 1)[1].split("\n</statement_b>", 1)[0]
-    fenced_a = content.split("<statement_a>\n", 1)[1].split("\n</statement_a>", 1)[0]
+    assert (
+        "<<<STATEMENT A>>>\nAccuracy is 92%.\n<<<END STATEMENT A>>>" in content
+        or "<<<STATEMENT B>>>\nAccuracy is 92%." in content
+    )
+    # The injected closing tag was neutralised: exactly one real closing marker per fence, and the tags the text
+    # carries cannot pass for prompt structure either.
+    assert content.count("<<<END STATEMENT B>>>") == 1 and content.count("<<<END STATEMENT A>>>") == 1
+    assert "</statement_b>" not in content and "‹/statement_b›" in content
+    fenced_b = content.split("<<<STATEMENT B>>>\n", 1)[1].split("\n<<<END STATEMENT B>>>", 1)[0]
+    fenced_a = content.split("<<<STATEMENT A>>>\n", 1)[1].split("\n<<<END STATEMENT A>>>", 1)[0]
     assert {fenced_a, fenced_b} == {"Accuracy is 92%.", injected.replace("<", "‹").replace(">", "›")}
 
 
@@ -195,7 +199,7 @@ async def test_adjudication_through_crewai_llm_against_an_openai_compatible_serv
     for body in service.bodies:
         assert body["model"] == "test-model"
         assert [m["role"] for m in body["messages"]] == ["system", "user"]
-        assert "<statement_a>" in body["messages"][1]["content"]
+        assert "<<<STATEMENT A>>>" in body["messages"][1]["content"]
     by_source = {r.verdict_source: r for r in out.contradictions_found}
     assert set(by_source) == {"llm", "heuristic"}
     assert by_source["llm"].explanation == "LLM: Same benchmark, different numbers."

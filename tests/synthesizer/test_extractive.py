@@ -14,7 +14,7 @@ from researchcrew.pipeline.synthesize.citations import find_markers
 from researchcrew.pipeline.synthesize.extractive import (
     ExtractiveSynthesizer,
     asks_about_the_conversation,
-    split_sentences,
+    quotable_sentences,
 )
 from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
 from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE
@@ -169,11 +169,22 @@ async def test_no_evidence_gives_an_uncertainty_answer_without_citations() -> No
 
 def test_sentence_splitting_respects_abbreviations_and_markdown() -> None:
     text = "# Title\nSmith et al. found a drop of 3.4 °C, e.g. in Denver. Fig. 2 shows it.\n- A bullet point here.\n"
-    assert split_sentences(text) == [
+    assert quotable_sentences(text) == [
         "Smith et al. found a drop of 3.4 °C, e.g. in Denver.",
         "Fig. 2 shows it.",
         "A bullet point here.",
     ]
+
+
+async def test_a_quotation_is_quoted_whole_with_its_closing_mark() -> None:
+    content = (
+        'Vaswani and colleagues call the core mechanism "self-attention." It relates every token to every other '
+        "token in one step. Earlier models (e.g. LSTMs) read tokens one at a time."
+    )
+    output = await ExtractiveSynthesizer().run(request([scored(1, content)], question="What is self-attention?"))
+    texts = [claim.text for claim in claims_of(output)]
+    assert 'Vaswani and colleagues call the core mechanism "self-attention."' in texts
+    assert all(text in content for text in texts), "every quote is a verbatim piece of the source"
 
 
 def test_without_an_llm_crewai_is_never_imported_and_nothing_is_sent() -> None:

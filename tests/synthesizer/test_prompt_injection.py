@@ -7,8 +7,8 @@ import unicodedata
 
 import pytest
 
+from researchcrew.llm.fence import fence_safe
 from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
-from researchcrew.pipeline.synthesize.prompts import fence_safe
 from researchcrew.testing.llm import FakeLLM, LLMCall
 from tests.synthesizer.builders import GOOD_REPLY, PASSAGES, contradiction, evidence, request, scored
 

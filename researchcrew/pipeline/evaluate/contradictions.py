@@ -33,7 +33,8 @@ from typing import NamedTuple
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.evaluator import ContradictionRecord
 from researchcrew.pipeline.evaluate.quantities import Quantity, find_quantities, relative_gap
-from researchcrew.text.sentences import content_words, split_sentences, stem, token_info, tokens
+from researchcrew.text.sentences import split_sentences
+from researchcrew.text.terms import claim_words, content_words, stem, token_info
 
 SUBJECT_MATCH = 0.5
 BARE_COUNT_MIN_SHARED = 2
@@ -43,12 +44,13 @@ POLARITY_MIN_SHARED = 3
 POLARITY_MIN_OVERLAP = 0.75
 POLARITY_MIN_JACCARD = 0.4
 _DIGIT = re.compile(r"\d")
-# Cheap pre-check: a sentence without any of these cannot be a negated claim (see sentences.is_negation).
+# Cheap pre-check: a sentence without any of these cannot be a negated claim (see text.terms.is_negation).
 _NEGATION_HINT = re.compile(
     r"\b(?:not|no|never|none|nor|neither|cannot|nothing|nobody|nowhere|hardly|barely|fail(?:s|ed|ing)?)\b|n['’]t",
     re.IGNORECASE,
 )
 MAX_QUANTITIES_PER_SENTENCE = 4
+MAX_CLAIM_CHARS = 600  # a longer sentence is compared by its start only (a bound on the work per sentence)
 _BARE_NUMBER = re.compile(r"[-+−]?[\d,.]+(?:[eE][-+]?\d+)?")
 _WORD_BEFORE = re.compile(r"([A-Za-z][\w'-]*)\s$")
 # Words that say *how* something was measured or counted, not *what*: sharing them does not make two numbers
@@ -129,8 +131,14 @@ def _subject_text(mention: _Mention, shared: frozenset[str]) -> str:
     return " ".join(seen)
 
 
+def claim_sentences(text: str) -> list[str]:
+    """The sentences of a chunk as claims: whitespace runs collapsed (a claim is quoted on one line), each cut to
+    ``MAX_CLAIM_CHARS``."""
+    return [" ".join(sentence.split())[:MAX_CLAIM_CHARS] for sentence in split_sentences(text)]
+
+
 def _split(chunks: Sequence[ContextChunk], sentences: Sequence[list[str]] | None) -> Sequence[list[str]]:
-    return sentences if sentences is not None else [split_sentences(chunk.content) for chunk in chunks]
+    return sentences if sentences is not None else [claim_sentences(chunk.content) for chunk in chunks]
 
 
 def numeric_contradictions(
@@ -205,7 +213,7 @@ class _Claim(NamedTuple):  # NamedTuple: built for every sentence of every kept 
 def _claim(chunk_index: int, sentence: str) -> _Claim | None:
     if sentence.rstrip().endswith("?"):
         return None  # a question asserts nothing
-    toks = tokens(sentence)
+    toks = claim_words(sentence)
     if len(toks) < POLARITY_MIN_SHARED:
         return None
     # map/zip/compress keep the per-token work in C: this runs for every sentence of every kept chunk.
@@ -297,7 +305,7 @@ def polarity_contradictions(
 
 def detect_contradictions(chunks: Sequence[ContextChunk], *, tolerance: float, limit: int) -> list[ContradictionRecord]:
     """Numeric and polarity suspicions among ``chunks``, most confident first, at most ``limit``."""
-    sentences = [split_sentences(chunk.content) for chunk in chunks]
+    sentences = [claim_sentences(chunk.content) for chunk in chunks]
     found = numeric_contradictions(chunks, tolerance, sentences) + polarity_contradictions(chunks, sentences)
     found.sort(key=lambda record: record.confidence, reverse=True)
     return found[:limit]

@@ -27,6 +27,8 @@ from typing import Literal, Protocol
 
 from researchcrew.memory.records import EntityMention, EntityRelation
 from researchcrew.pipeline.remember import entity_lexicon as lexicon
+from researchcrew.text.sentences import split_sentences
+from researchcrew.text.terms import STOP_WORDS
 
 CO_OCCURS = "co_occurs_with"
 ABBREVIATION_OF = "abbreviation_of"
@@ -39,7 +41,6 @@ _CITATION = re.compile(r"\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _DOI = re.compile(r"\b10\.\d{4,9}/[^\s\"<>]+")
 _ARXIV_NEW = re.compile(r"(?<![\w./])(?:arXiv:\s*)?(\d{2})(\d{2})\.(\d{4,5})(?:v\d+)?(?![\w/])", re.IGNORECASE)
 _ARXIV_URL = re.compile(
@@ -97,23 +98,14 @@ def clean_text(text: str) -> str:
 
 
 def sentences(text: str) -> list[tuple[str, bool]]:
-    """(sentence, is_heading) pairs. Lines are boundaries (bullets, headings, paragraphs); so are ., ! and ?
-    followed by a capitalised word, except after abbreviations such as "et al." or "e.g."."""
+    """(sentence, is_heading) pairs. Lines are boundaries (bullets, headings, paragraphs); within a line, sentences
+    are cut by the one splitter (``text.sentences``: not after "et al." or "e.g.", nor inside an arXiv id)."""
     result: list[tuple[str, bool]] = []
     for raw_line in clean_text(text).splitlines():
         heading = bool(_HEADING.match(raw_line))
         line = _BULLET.sub("", _HEADING.sub("", raw_line)).strip()
-        if not line:
-            continue
-        start = 0
-        for match in _SENTENCE_END.finditer(line):
-            before = line[start : match.start()].rsplit(None, 1)
-            if before and before[-1].rstrip(".").casefold() in lexicon.ABBREVIATIONS:
-                continue
-            result.append((line[start : match.start()].strip(), heading))
-            start = match.end()
-        result.append((line[start:].strip(), heading))
-    return [(s, h) for s, h in result if s]
+        result.extend((sentence, heading) for sentence in split_sentences(line))
+    return result
 
 
 class RuleBasedExtractor:
@@ -364,10 +356,10 @@ def _title_run(sentence: str, run: list[re.Match[str]], *, heading: bool) -> _Fo
     """A run of Title-case words → a multi-word name, a single name mid-sentence, or nothing."""
     words = [m.group(0) for m in run]
     at_start = not sentence[: run[0].start()].strip(" \"'(“‘")
-    while words and (words[0].casefold() in lexicon.STOPWORDS or (at_start and words[0].casefold() in lexicon.COMMON)):
+    while words and (words[0].casefold() in STOP_WORDS or (at_start and words[0].casefold() in lexicon.COMMON)):
         words.pop(0)
         run = run[1:]
-    while words and (words[-1].casefold() in lexicon.STOPWORDS or words[-1] in lexicon.NAME_CONNECTORS):
+    while words and (words[-1].casefold() in STOP_WORDS or words[-1] in lexicon.NAME_CONNECTORS):
         words.pop()
         run = run[:-1]
     if not words:

@@ -1,24 +1,27 @@
 """Entity extraction with an LLM: typed entities and typed relations, checked against the text.
 
 The rule-based extractor always runs first (it is cheap, and better at identifiers such as arXiv ids and DOIs).
-The LLM is asked for JSON (entities with a type and confidence; relations such as ``evaluated_on`` or
-``introduced_by``), which is validated with pydantic. Names the text does not contain are dropped (an LLM may
-invent them), relations must join entities that were found, and the rule-based co-occurrence and abbreviation
-relations are kept. Any failure of the LLM (an error, a timeout, unparsable or invalid JSON) logs a warning and
-returns the rule-based result: extraction never fails because of the LLM.
+The LLM is given the exchange fenced as data by the one fence (``llm.fence``: an answer quotes retrieved web text,
+which may carry a prompt injection) and asked for JSON (entities with a type and confidence; relations such as
+``evaluated_on`` or ``introduced_by``), which the one reply parser (``llm.replies``) reads and validates. Names
+the text does not contain are dropped (an LLM may invent them), relations must join entities that were found, and
+the rule-based co-occurrence and abbreviation relations are kept. Any failure of the LLM (an error, a timeout,
+unparsable or invalid JSON) logs a warning and returns the rule-based result: extraction never fails because of
+the LLM.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, field_validator
 
+from researchcrew.llm.fence import RULE, block
+from researchcrew.llm.replies import ReplyParseError, parse_reply
 from researchcrew.memory.records import EntityMention, EntityRelation
 from researchcrew.pipeline.remember.entities import (
     CO_OCCURS,
@@ -42,8 +45,10 @@ _SYSTEM = (
     "evaluated_on, introduced_by, outperforms, uses, part_of, abbreviation_of. "
     'Reply with JSON only: {"entities": [{"name": "...", "type": "dataset|model|method|metric|paper|person|'
     'organization|concept", "confidence": 0.0-1.0}], "relations": [{"source": "...", "target": "...", '
-    '"relation": "snake_case_verb", "confidence": 0.0-1.0}]}. Write every name exactly as it appears in the text.'
+    '"relation": "snake_case_verb", "confidence": 0.0-1.0}]}. Write every name exactly as it appears in the text. '
+    "The question and the answer are given in the blocks QUESTION and ANSWER. " + RULE
 )
+_BLOCKS = ("QUESTION", "ANSWER")
 
 
 class SupportsACall(Protocol):
@@ -85,12 +90,9 @@ class _Answer(BaseModel):
 
 
 def parse_answer(raw: Any) -> _Answer:
-    """The LLM's JSON (a bare object, or one inside a ```json fence or surrounded by prose)."""
-    text = raw if isinstance(raw, str) else json.dumps(raw)
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        raise ValueError("no JSON object in the LLM's answer")
-    return _Answer.model_validate_json(text[start : end + 1])
+    """The LLM's JSON (a bare object, or one inside a ```json fence or surrounded by prose), validated.
+    Raises ``ReplyParseError`` saying why when there is none."""
+    return parse_reply(raw, _Answer)
 
 
 class LLMEntityExtractor:
@@ -118,7 +120,7 @@ class LLMEntityExtractor:
         except TimeoutError:
             logger.warning("entity extraction: the LLM did not answer within %s s; using the rules", self.timeout_s)
             return rules
-        except (ValidationError, ValueError) as error:
+        except ReplyParseError as error:
             logger.warning("entity extraction: unusable LLM answer (%s); using the rules", str(error)[:300])
             return rules
         except Exception as error:  # the one guard around a provider call (litellm, httpx, SDK errors all differ)
@@ -127,8 +129,16 @@ class LLMEntityExtractor:
         return self._merge(rules, answer, texts)
 
     def _messages(self, texts: Sequence[str]) -> list[dict[str, str]]:
-        body = "\n\n".join(f"[{label}]\n{text}" for label, text in zip(("Question", "Answer"), texts, strict=False))
-        return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": body[: self.max_chars]}]
+        """The question and the answer, each in its block; the answer gets what the question leaves of
+        ``max_chars`` (the question at most a third), so a long answer is cut inside its block, never the block."""
+        question_budget = self.max_chars // 3
+        blocks, used = [], 0
+        for name, text in zip(_BLOCKS, texts, strict=False):
+            budget = question_budget if name == "QUESTION" else self.max_chars - used
+            quoted = text[: max(0, budget)]
+            used += len(quoted)
+            blocks.append(block(name, quoted))
+        return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(blocks)}]
 
     def _merge(self, rules: Extraction, answer: _Answer, texts: Sequence[str]) -> Extraction:
         sentence_list = [s for text in texts for s, _ in sentences(text)]

@@ -7,20 +7,17 @@ type. They never decide on their own that something IS an entity: shape and posi
 
 from __future__ import annotations
 
+from researchcrew.text.terms import STOP_WORDS
+
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Stripped from either end of a run of capitalised words ("The BERT", "In Dense Retrieval").
-STOPWORDS = _words("""
-a an the this that these those our their its his her my your we they it i in on at by for with from to of and or
-but as into onto over under via per than then so if when while where which who whom whose what why how
-""")
-
 # Words that are capitalised at the start of a sentence or in a heading but are no evidence of a name. A run made
-# only of them is dropped; one of them opening a sentence is stripped from the run.
-COMMON = STOPWORDS | _words("""
+# only of them is dropped; one of them opening a sentence is stripped from the run. (The shared function words,
+# ``text.terms.STOP_WORDS``, are stripped from either end of a run: "The BERT", "In Dense Retrieval".)
+COMMON = STOP_WORDS | _words("""
 also although another any anyway are as based because before after being both but can could did do does done
 each either else even every first second third finally furthermore further generally given hence here however
 indeed instead is it's just last later let many may meanwhile might more moreover most much must neither never
@@ -43,12 +40,6 @@ NAME_CONNECTORS = frozenset({"of", "for", "de", "van", "von", "der", "den", "la"
 
 # Small words an acronym's letters skip ("Bank of America (BoA)").
 DEFINITION_SKIP = _words("of for and the a an in on to from with by via")
-
-# Abbreviations whose period does not end a sentence.
-ABBREVIATIONS = _words(
-    "al e.g i.e etc vs fig figs eq eqs dr prof mr ms mrs no vol pp cf approx sec ch ref refs st "
-    "jr sr inc ltd co corp u.s resp"
-)
 
 # All-caps tokens that are ordinary words, Roman numerals or shorthand rather than names.
 NOT_ACRONYMS = _words("""

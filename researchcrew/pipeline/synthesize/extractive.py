@@ -32,6 +32,7 @@ from researchcrew.contracts.synthesizer import (
 from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
+from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import content_terms
 
 SENTENCE_BUDGET: dict[ResponseFormat, int] = {"concise": 3, "detailed": 8, "technical": 10}
@@ -40,12 +41,6 @@ DUPLICATE_SIMILARITY = 0.6
 _SCAN_CHARS = 20_000  # sentences beyond this point of a chunk are not considered (speed bound for huge pages)
 _MIN_WORDS, _MAX_WORDS = 5, 80
 
-_SPLIT = re.compile(r"(?<=[.!?])[\"')\]]?\s+(?=[\"'(\[]?[A-Z0-9])")
-_ABBREVIATION = re.compile(
-    r"(?:\b(?:e\.g|i\.e|et al|etc|fig|figs|eq|eqs|dr|mr|mrs|ms|prof|vs|no|vol|approx|cf|inc|ltd|jr|sr|st)\.|"
-    r"\b[A-Z]\.)$",
-    re.IGNORECASE,
-)
 _LINK = re.compile(r"!?\[([^\]\n]*)\]\([^)\s]*\)")
 _EMPHASIS = re.compile(r"\*\*|__|`+")
 _BULLET = re.compile(r"^(?:[-*+•>]|\d{1,3}[.)])\s+")
@@ -83,19 +78,10 @@ def _paragraphs(content: str) -> list[str]:
     return paragraphs
 
 
-def split_sentences(content: str) -> list[str]:
-    """Sentences of a chunk, without splitting after common abbreviations (e.g., et al., Fig.) or initials."""
-    sentences: list[str] = []
-    for paragraph in _paragraphs(content):
-        pending = ""
-        for piece in _SPLIT.split(paragraph):
-            pending = f"{pending} {piece}".strip() if pending else piece.strip()
-            if not _ABBREVIATION.search(pending, max(0, len(pending) - 12)):  # only the end can be one
-                sentences.append(pending)
-                pending = ""
-        if pending:
-            sentences.append(pending)
-    return sentences
+def quotable_sentences(content: str) -> list[str]:
+    """Sentences of a chunk that can be quoted: Markdown reduced to paragraphs, each cut by the one splitter
+    (``text.sentences``), so a quote keeps its closing quotation mark and is not cut after "e.g." or "Fig."."""
+    return [sentence for paragraph in _paragraphs(content) for sentence in split_sentences(paragraph)]
 
 
 def _usable(sentence: str) -> bool:
@@ -115,7 +101,7 @@ def analysed_sentences(content: str) -> tuple[tuple[int, str, frozenset[str], bo
     """The usable sentences of a chunk as (position, text, terms, has_number), independent of the query and
     cached by content: knowledge-base chunks come back across questions, and this is most of the work."""
     analysed = []
-    for position, raw in enumerate(split_sentences(content)):
+    for position, raw in enumerate(quotable_sentences(content)):
         text = clean_text(raw)[0]  # the source's own [n] footnotes must not become citations
         if _usable(text):
             analysed.append((position, text, frozenset(content_terms(text)), any(ch.isdigit() for ch in text)))

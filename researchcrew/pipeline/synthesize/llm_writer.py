@@ -4,8 +4,9 @@ With an LLM, one crewAI Agent + Task writes the answer: no tools, no delegation,
 (no console panels), tracing off, one iteration, no agent-level retries. The Task asks for ``AnswerDraft`` as its
 ``response_model``, so providers with native structured output (OpenAI and OpenAI-compatible servers) return
 schema-valid JSON; ``output_pydantic`` is deliberately not used, because crewAI would then make further, uncounted
-LLM calls to convert an unreadable reply. The reply is parsed here instead (JSON, JSON inside prose or code
-fences), with at most one repair call. Whatever the model wrote, citations are then validated in code.
+LLM calls to convert an unreadable reply. The reply is parsed here instead, by the one reply parser
+(``llm.replies``: JSON, JSON inside prose or code fences), with at most one repair call. Whatever the model wrote,
+citations are then validated in code.
 
 The answer falls back to the extractive synthesizer, with a caveat saying why, when the model fails, times out,
 returns something unreadable after the repair, or cites nothing that exists. Without an LLM the extractive
@@ -15,19 +16,17 @@ synthesizer answers directly and crewAI is never imported.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import re
 import time
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ValidationError
 
 from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.contracts.synthesizer import AnswerDraft, SynthesizerInput, SynthesizerOutput
-from researchcrew.errors import ResearchCrewError
 from researchcrew.llm import build_llm, quiet_crewai
+from researchcrew.llm.replies import ReplyParseError, parse_reply
 from researchcrew.pipeline.synthesize import prompts
 from researchcrew.pipeline.synthesize.citations import ValidationMode
 from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer, perspective_sections
@@ -41,70 +40,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-class DraftParseError(ResearchCrewError):
+class DraftParseError(ReplyParseError):
     """The model's reply holds no readable ``AnswerDraft``."""
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-
-
-def _balanced_objects(text: str, limit: int = 8) -> Iterator[str]:
-    """Substrings that start at a ``{`` and end at its matching ``}`` (string-aware), first ``limit`` starts."""
-    starts = [i for i, ch in enumerate(text) if ch == "{"][:limit]
-    for start in starts:
-        depth, in_string, escaped = 0, False, False
-        for index in range(start, len(text)):
-            ch = text[index]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif ch == "\\":
-                    escaped = True
-                elif ch == '"':
-                    in_string = False
-            elif ch == '"':
-                in_string = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    yield text[start : index + 1]
-                    break
+def _has_statements(draft: AnswerDraft) -> str | None:
+    return None if any(section.claims for section in draft.sections) else "the JSON object has no statements"
 
 
 def parse_draft(reply: str | BaseModel | dict[str, Any]) -> AnswerDraft:
-    """The ``AnswerDraft`` in a model reply: a model object, a JSON object, or JSON inside prose or code fences.
-    Raises ``DraftParseError`` naming the last problem when none of the candidates is a draft with content."""
-    if isinstance(reply, AnswerDraft):
-        return reply
-    if isinstance(reply, BaseModel):
-        reply = reply.model_dump()
-    if isinstance(reply, dict):
-        candidates: list[Any] = [reply]
-    else:
-        text = reply.strip()
-        if "Final Answer:" in text:
-            text = text.split("Final Answer:", 1)[1].strip()
-        candidates = [*_FENCE.findall(text), text, *_balanced_objects(text)]
-    problem = "the reply is empty"
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate, strict=False) if isinstance(candidate, str) else candidate
-        except json.JSONDecodeError as exc:
-            problem = f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-            continue
-        if isinstance(data, list):
-            data = {"sections": data}
-        try:
-            draft = AnswerDraft.model_validate(data)
-        except ValidationError as exc:
-            problem = f"JSON does not match the required format: {exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}"
-            continue
-        if any(section.claims for section in draft.sections):
-            return draft
-        problem = "the JSON object has no statements"
-    raise DraftParseError(problem)
+    """The ``AnswerDraft`` in a model reply (``llm.replies.parse_reply``: a model object, a JSON object or list of
+    sections, or JSON inside prose or code fences) with at least one statement. Raises ``DraftParseError`` naming
+    the problem when there is none."""
+    try:
+        return parse_reply(reply, AnswerDraft, list_field="sections", check=_has_statements)
+    except ReplyParseError as exc:
+        raise DraftParseError(str(exc)) from exc
 
 
 def _raw_reply(exc: ValidationError) -> str | None:
