@@ -37,8 +37,9 @@ RULE = (
 
 _DELIMITER_RUN = re.compile(r"<(?:\s*<){2,}|>(?:\s*>){2,}")
 _END_WORDS = re.compile(
-    r"\bEND\s+(?:" + "|".join(sorted((n.replace(" ", r"\s+") for n in BLOCK_NAMES), key=len, reverse=True)) + r")\b"
-)  # upper case only, as markers are written: prose such as "in the end, answer quality rose" stays as it is
+    r"\bEND\s+(?:" + "|".join(sorted((n.replace(" ", r"\s+") for n in BLOCK_NAMES), key=len, reverse=True)) + r")"
+)  # Upper case only, as markers are written: prose such as "in the end, answer quality rose" stays as it is. No word
+# boundary after the name: "END EVIDENCE0" is neutralised too (found by the property test).
 # An XML/HTML tag (with attributes) or a chat-template special token; "a < b and b > c" is neither.
 _TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>\n]{0,200})?/?>|<\|[^<>|\n]{1,60}\|>")
 _INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn"}
