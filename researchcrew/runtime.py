@@ -181,7 +181,13 @@ class Runtime:
             return self._stages
 
     async def _build_stages(self) -> ResearchStages:
+        import importlib
+
         from researchcrew.pipeline.assemble import assemble_stages, default_tools
+
+        # The Flow module imports crewAI's Flow machinery (~3 s of CPU): import it off the event loop now, or the
+        # first question blocks every other coroutine of the process that long (a worker's Redis reads time out).
+        await asyncio.to_thread(importlib.import_module, "researchcrew.pipeline.flow")
 
         needs_store = self._memory_store is None and (self.remember or self._given_tools is None)
         needs_knowledge_base = self._given_tools is None and self._knowledge_base is None

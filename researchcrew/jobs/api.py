@@ -193,13 +193,21 @@ class Jobs:
             self.run_in_background(run_id)
         return await store.get_run(run_id)
 
-    async def run(self, user_id: str, job: str, *, on_progress: Progress | None = None) -> RunInfo:
-        """Run a job now, in this process, and return when every question has its result."""
+    async def run(
+        self,
+        user_id: str,
+        job: str,
+        *,
+        on_progress: Progress | None = None,
+        on_start: Callable[[RunInfo], None] | None = None,
+    ) -> RunInfo:
+        """Run a job now, in this process, and return when every question has its result. ``on_start`` gets the
+        new run before its first question; ``on_progress`` is called after each question."""
         store = await self.store()
         row = await store.job_row(user_id, job)
         run_id, _ = await store.create_run(row, trigger="manual", executor="in_process")
-        if on_progress is not None:
-            on_progress(-1, None)  # the run exists: its id can be shown before the first question ends
+        if on_start is not None:
+            on_start(await store.get_run(run_id))
         return await self.run_existing(run_id, on_progress=on_progress)
 
     async def resume(self, user_id: str, run_id: str, *, on_progress: Progress | None = None) -> RunInfo:

@@ -102,14 +102,14 @@ class QuestionExecutor:
             logger.debug("run %s question %d: %s, nothing to do", run_id, index, claim.state)
             return None
         item = claim.item
-        run = await self.store.run_row(run_id)
-        job = await self.store.job_by_id(run.job_id)
-        if job is None:
-            return None
         try:
+            run = await self.store.run_row(run_id)
+            job = await self.store.job_by_id(run.job_id)
+            if job is None:
+                return None
             work = self._research(item.question, item.options, run.owner, job.name, remember=job.remember)
             outcome = await self._leased(run_id, index, token, work)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # this process is stopping: give the question back for the next one
             await asyncio.shield(self.store.release_item(run_id, index, token))
             raise
         if outcome is None:

@@ -76,6 +76,9 @@ def redis_broker(settings: Settings) -> RedisStreamBroker:
         maxlen=STREAM_MAXLEN,
         unacknowledged_lock_timeout=max(5.0, settings.redis.timeout_s),
         socket_connect_timeout=settings.redis.timeout_s,
+        # Above redis-py's 5 s default: a blocking read returns after xread_block, but a busy event loop may
+        # read its answer late, and a read timeout ends taskiq's listener (and so the worker process).
+        socket_timeout=max(30.0, settings.redis.timeout_s),
     )
 
 
