@@ -238,10 +238,11 @@ class Jobs:
         workers = [asyncio.create_task(work()) for _ in range(min(self.settings.jobs.concurrency, len(pending)))]
         try:
             await asyncio.gather(*workers)
-        finally:
+        except BaseException:  # cancelled (the process stops) or a store failure: stop the others cleanly
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            raise
         await store.finalize_run(run_id)  # a run with nothing left to do (e.g. all cancelled) ends here too
         return await store.get_run(run_id)
 

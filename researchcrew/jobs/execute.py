@@ -110,7 +110,7 @@ class QuestionExecutor:
             work = self._research(item.question, item.options, run.owner, job.name, remember=job.remember)
             outcome = await self._leased(run_id, index, token, work)
         except asyncio.CancelledError:  # this process is stopping: give the question back for the next one
-            await asyncio.shield(self.store.release_item(run_id, index, token))
+            await _despite_cancellation(self.store.release_item(run_id, index, token))
             raise
         if outcome is None:
             logger.warning("run %s question %d: lease lost to another worker; its result is theirs", run_id, index)
@@ -194,6 +194,19 @@ class QuestionExecutor:
             failure = ItemFailure(kind="error", message=f"{type(error).__name__}: {error}"[:4000])
             return ItemOutcome("failed", failure=failure)
         return classify(response)
+
+
+async def _despite_cancellation(work: Awaitable[None]) -> None:
+    """Finish ``work`` even if the caller is cancelled again meanwhile (a stopping process cancels its tasks
+    more than once); the caller re-raises its own cancellation afterwards."""
+    task = asyncio.ensure_future(work)
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            continue
+    if task.exception() is not None:
+        logger.warning("could not give a question back (its lease runs out instead): %s", task.exception())
 
 
 def _last_outcome(state: RetryCallState) -> ItemOutcome:

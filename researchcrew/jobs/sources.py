@@ -14,8 +14,6 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
 from pydantic import ValidationError
 
 from researchcrew.contracts.query import MAX_QUERY_CHARS
@@ -88,11 +86,11 @@ def _from_text(text: str) -> LoadedQuestions:
 
 def _from_csv(text: str, name: str) -> LoadedQuestions:
     header_line = text.splitlines()[0] if text.splitlines() else ""
-    try:
-        dialect: Any = csv.Sniffer().sniff(header_line, delimiters=_CSV_DELIMITERS)
+    try:  # only the delimiter is guessed (from the header); quoting is standard CSV (RFC 4180)
+        delimiter = csv.Sniffer().sniff(header_line, delimiters=_CSV_DELIMITERS).delimiter
     except csv.Error:
-        dialect = csv.excel
-    reader = csv.reader(io.StringIO(text), dialect)
+        delimiter = ","
+    reader = csv.reader(io.StringIO(text), csv.excel, delimiter=delimiter)
     try:
         header = next(reader)
     except (StopIteration, csv.Error) as error:
