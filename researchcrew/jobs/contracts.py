@@ -243,6 +243,7 @@ class QuestionResult(Contract):
     failure: ItemFailure | None = Field(description="Why it failed, if it did.")
     started_at: datetime | None = Field(description="When it (last) started.")
     finished_at: datetime | None = Field(description="When it ended.")
+    answered_by: str | None = Field(default=None, description="The process (host:pid) that stored the result.")
 
 
 def crewai_state(status: RunStatus) -> Literal["queued", "running", "completed", "error"]:

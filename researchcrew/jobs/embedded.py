@@ -51,8 +51,11 @@ class EmbeddedScheduler:
         from taskiq import InMemoryBroker, TaskiqScheduler
         from taskiq.cli.scheduler.run import SchedulerLoop
 
+        async def fire_slot(job_id: str, slot: str, trigger: str) -> None:
+            await self._fire(job_id, slot, trigger)  # a plain function: taskiq renames what it registers
+
         broker = InMemoryBroker(await_inplace=True)  # the task only creates a run and starts it in the background
-        broker.register_task(self._fire, task_name=TASK_FIRE)
+        broker.register_task(fire_slot, task_name=TASK_FIRE)
         source = JobScheduleSource(self.jobs.store, self.jobs.settings.jobs)
         scheduler = TaskiqScheduler(broker, [source])
         await scheduler.startup()

@@ -71,7 +71,7 @@ def redis_broker(settings: Settings) -> RedisStreamBroker:
         queue_name=f"{prefix}:{settings.jobs.queue_name}",
         consumer_group_name=f"{prefix}:workers",
         idle_timeout=int(settings.jobs.redelivery_after_s * 1000),
-        xread_count=settings.jobs.concurrency,
+        xread_count=1,  # one message per read: none waits in a busy worker while another worker is idle
         xread_block=1000,
         maxlen=STREAM_MAXLEN,
         unacknowledged_lock_timeout=max(5.0, settings.redis.timeout_s),

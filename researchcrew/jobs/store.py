@@ -465,7 +465,13 @@ class JobStore:
                     RunItemRow.status == "running",
                     RunItemRow.lease_owner == worker,
                 )
-                .values(**outcome.values(), finished_at=_now(), lease_owner=None, lease_until=None)
+                .values(
+                    **outcome.values(),
+                    finished_at=_now(),
+                    answered_by=worker.rsplit(":", 1)[0],
+                    lease_owner=None,
+                    lease_until=None,
+                )
             )
             return bool(stored.rowcount == 1)  # type: ignore[attr-defined]
 
@@ -590,6 +596,7 @@ def _result(row: RunItemRow, *, full: bool) -> QuestionResult:
         failure=ItemFailure.model_validate(row.failure) if row.failure is not None else None,
         started_at=row.started_at,
         finished_at=row.finished_at,
+        answered_by=row.answered_by,
     )
 
 

@@ -95,6 +95,7 @@ class RunItemRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column(default=None)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
+    answered_by: Mapped[str | None] = mapped_column(String(128), default=None)  # the process that stored the result
     response: Mapped[dict[str, Any] | None] = mapped_column(default=None)  # the FinalResponse, as JSON
     failure: Mapped[dict[str, Any] | None] = mapped_column(default=None)  # {"kind", "message"} when failed
     confidence_level: Mapped[str | None] = mapped_column(String(16), default=None)

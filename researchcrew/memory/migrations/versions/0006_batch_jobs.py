@@ -84,6 +84,7 @@ def upgrade() -> None:
         _timestamp("lease_until"),
         _timestamp("started_at"),
         _timestamp("finished_at"),
+        sa.Column("answered_by", sa.String(128), nullable=True),
         sa.Column("response", _JSON, nullable=True),
         sa.Column("failure", _JSON, nullable=True),
         sa.Column("confidence_level", sa.String(16), nullable=True),
