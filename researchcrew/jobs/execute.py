@@ -89,6 +89,7 @@ class QuestionExecutor:
         self.settings = settings
         self.name = name
         self.on_run_finished = on_run_finished
+        self._contexts: dict[str, tuple[str, str, bool]] = {}
 
     async def research(self, run_id: str, index: int) -> str | None:
         """Research question ``index`` of run ``run_id`` unless it has its result already. Returns the stored
@@ -103,11 +104,11 @@ class QuestionExecutor:
             return None
         item = claim.item
         try:
-            run = await self.store.run_row(run_id)
-            job = await self.store.job_by_id(run.job_id)
-            if job is None:
+            context = await self._run_context(run_id)
+            if context is None:
                 return None
-            work = self._research(item.question, item.options, run.owner, job.name, remember=job.remember)
+            owner, job_name, remember = context
+            work = self._research(item.question, item.options, owner, job_name, remember=remember)
             outcome = await self._leased(run_id, index, token, work)
         except asyncio.CancelledError:  # this process is stopping: give the question back for the next one
             await _despite_cancellation(self.store.release_item(run_id, index, token))
@@ -122,6 +123,19 @@ class QuestionExecutor:
         if finished is not None and self.on_run_finished is not None:
             await self.on_run_finished(finished)
         return outcome.status
+
+    async def _run_context(self, run_id: str) -> tuple[str, str, bool] | None:
+        """The owner, job name and memory choice of a run (fixed for its lifetime: read once per process)."""
+        cached = self._contexts.get(run_id)
+        if cached is None:
+            run = await self.store.run_row(run_id)
+            job = await self.store.job_by_id(run.job_id)
+            if job is None:
+                return None
+            cached = self._contexts[run_id] = (run.owner, job.name, job.remember)
+            while len(self._contexts) > 1000:  # a long-lived worker sees many runs; keep the recent ones
+                del self._contexts[next(iter(self._contexts))]
+        return cached
 
     def _wait_for(self, lease_until: datetime | None) -> float:
         """How long to wait before asking again for a question another worker holds."""

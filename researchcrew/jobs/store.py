@@ -479,6 +479,11 @@ class JobStore:
     async def finalize_run(self, run_id: str) -> RunInfo | None:
         """If every question has ended, give the run its final status; the RunInfo when *this* call did it."""
         async with self._read() as session:
+            open_stmt = select(RunItemRow.idx).where(
+                RunItemRow.run_id == run_id, RunItemRow.status.in_(("pending", "running"))
+            )
+            if (await session.execute(open_stmt.limit(1))).first() is not None:
+                return None  # the common case, answered by one indexed lookup
             counts = await _counts(session, run_id)
             run = await session.get(RunRow, run_id)
         if run is None or counts.pending or counts.running or run.status not in ACTIVE_RUN_STATUSES:
