@@ -94,7 +94,11 @@ def ingest(data_dir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     with KnowledgeBase(Settings(data_dir=data_dir)) as knowledge_base:
         report = knowledge_base.ingest([demo_corpus_path()], progress=False)
-    return {"documents": report.documents_added, "chunks": report.chunks_added, "seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "documents": report.documents_added,
+        "chunks": report.chunks_added,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 class Workers:
@@ -132,7 +136,9 @@ class Workers:
     def wait_ready(self, timeout_s: float = 180) -> None:
         deadline = time.monotonic() + timeout_s
         for process, log in self.processes:
-            while not any(mark in log.read_text(errors="replace") for mark in ("Listening started", "Startup completed")):
+            while not any(
+                mark in log.read_text(errors="replace") for mark in ("Listening started", "Startup completed")
+            ):
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"{log.name} did not start:\n{log.read_text(errors='replace')[-3000:]}")
                 time.sleep(0.2)

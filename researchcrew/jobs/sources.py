@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from pydantic import ValidationError
 
 from researchcrew.contracts.query import MAX_QUERY_CHARS

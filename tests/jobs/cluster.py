@@ -9,6 +9,7 @@ really researched, in whichever process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -163,10 +164,8 @@ class Cluster:
     def kill(self, process: subprocess.Popen[bytes]) -> None:
         """SIGKILL a command and every process it started (taskiq's worker processes)."""
         if process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         process.wait(timeout=30)
 
     def close(self) -> None:
@@ -174,7 +173,9 @@ class Cluster:
             self.kill(process)
 
     def output(self) -> str:
-        return "\n".join(f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" for log in self.logs if log.exists())
+        return "\n".join(
+            f"--- {log.name}\n{log.read_text(errors='replace')[-4000:]}" for log in self.logs if log.exists()
+        )
 
 
 async def wait_for(

@@ -20,7 +20,11 @@ from tests.e2e.support import offline_environment
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    return {**offline_environment(tmp_path / "data"), "RESEARCHCREW_ENABLED_SOURCES": '["memory"]', "RESEARCHCREW_USER": "ada"}
+    return {
+        **offline_environment(tmp_path / "data"),
+        "RESEARCHCREW_ENABLED_SOURCES": '["memory"]',
+        "RESEARCHCREW_USER": "ada",
+    }
 
 
 def _invoke(env: dict[str, str], *args: str) -> tuple[int, str, str]:
@@ -31,7 +35,18 @@ def _invoke(env: dict[str, str], *args: str) -> tuple[int, str, str]:
 def test_add_run_status_export_and_remove(env: dict[str, str], tmp_path: Path) -> None:
     questions = tmp_path / "questions.csv"
     questions.write_text("question,team\nWhat is a flaky test?,qa\nWhat is mutation testing?,dev\n")
-    code, out, _ = _invoke(env, "jobs", "add", str(questions), "--name", "weekly-testing", "--schedule", "0 6 * * MON", "--tz", "Europe/Berlin")
+    code, out, _ = _invoke(
+        env,
+        "jobs",
+        "add",
+        str(questions),
+        "--name",
+        "weekly-testing",
+        "--schedule",
+        "0 6 * * MON",
+        "--tz",
+        "Europe/Berlin",
+    )
     assert code == 0, out
     assert "Added job weekly-testing" in out and "2 question(s) from questions.csv" in out and "next run" in out
     code, out, _ = _invoke(env, "jobs", "list")
@@ -48,7 +63,10 @@ def test_add_run_status_export_and_remove(env: dict[str, str], tmp_path: Path) -
 
     code, out, _ = _invoke(env, "jobs", "results", run["id"], "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert [(row["question"], row["team"]) for row in rows] == [("What is a flaky test?", "qa"), ("What is mutation testing?", "dev")]
+    assert [(row["question"], row["team"]) for row in rows] == [
+        ("What is a flaky test?", "qa"),
+        ("What is mutation testing?", "dev"),
+    ]
     report = tmp_path / "report.md"
     code, _, err = _invoke(env, "jobs", "results", run["id"], "--format", "md", "-o", str(report))
     assert code == 0 and "Wrote" in err and report.read_text().startswith("# weekly-testing — run ")
@@ -85,7 +103,9 @@ def test_a_csv_without_a_question_column_says_which_columns_it_has(env: dict[str
 
 
 def test_inline_questions_and_usage_errors(env: dict[str, str]) -> None:
-    code, out, _ = _invoke(env, "jobs", "add", "--name", "inline", "-q", "What is RAG?", "-q", "What is BM25?", "--json")
+    code, out, _ = _invoke(
+        env, "jobs", "add", "--name", "inline", "-q", "What is RAG?", "-q", "What is BM25?", "--json"
+    )
     assert code == 0 and json.loads(out)["job"]["question_count"] == 2
     code, out, err = _invoke(env, "jobs", "add", "--name", "none")
     assert code == 2 and "either a question file or one or more -q" in out + err

@@ -40,7 +40,9 @@ def test_every_image_is_pinned(services: dict[str, Any]) -> None:
 
 
 def test_the_whole_stack_is_there(services: dict[str, Any]) -> None:
-    assert {"api", "worker", "scheduler", "postgres", "redis", "milvus", "etcd", "minio", "zep", "zep-db"} <= set(services)
+    assert {"api", "worker", "scheduler", "postgres", "redis", "milvus", "etcd", "minio", "zep", "zep-db"} <= set(
+        services
+    )
     assert services["worker"]["command"] == ["researchcrew", "worker"]
     assert services["scheduler"]["command"] == ["researchcrew", "scheduler"]
     assert services["api"]["command"] == ["researchcrew", "serve"]
@@ -85,7 +87,9 @@ def test_every_researchcrew_variable_is_a_real_setting(services: dict[str, Any])
     assert not _setting_exists("RESEARCHCREW_REDIS__NOPE") and not _setting_exists("RESEARCHCREW_JOBZ__CONCURRENCY")
 
 
-def test_the_environment_of_each_service_builds_valid_settings(services: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_of_each_service_builds_valid_settings(
+    services: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in RESEARCHCREW_SERVICES:
         for variable, value in services[name]["environment"].items():
             if variable.startswith("RESEARCHCREW_"):

@@ -3,7 +3,7 @@ themselves (grants spaced across threads, a dead holder's slot coming back, Redi
 
 from __future__ import annotations
 
-import asyncio
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -44,7 +44,7 @@ def test_pacer_grants_are_spaced_across_threads(redis_service: RedisFixture) -> 
         thread.join(timeout=30)
     client.close()
     granted.sort()
-    gaps = [later - earlier for earlier, later in zip(granted, granted[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(granted)]
     assert len(granted) == 6 and min(gaps) >= 0.29, gaps
 
 
@@ -90,7 +90,13 @@ class FirecrawlStandIn:
         try:
             time.sleep(self.delay_s)
             query = request.json()["query"]
-            web = [{"url": f"https://example.org/{self.count}", "title": "Flaky tests", "description": f"{query} Flaky tests fail at random."}]
+            web = [
+                {
+                    "url": f"https://example.org/{self.count}",
+                    "title": "Flaky tests",
+                    "description": f"{query} Flaky tests fail at random.",
+                }
+            ]
             return Reply.json({"success": True, "data": {"web": web}, "creditsUsed": 1})
         finally:
             with self._lock:
@@ -138,7 +144,7 @@ async def test_arxiv_gets_one_request_per_3_seconds_from_all_workers_together(cl
         info = await _run(workers, [question(n) for n in range(5)])
     assert info.counts.total == 5 and info.counts.failed == 0
     arrivals = sorted(stand_in.arrivals)
-    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
     # At least one request per question (a reformulated retry asks again), never two within 3 s.
     assert len(arrivals) >= 5 and min(gaps) >= 2.95, gaps
 

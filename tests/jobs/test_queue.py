@@ -92,7 +92,9 @@ async def test_two_workers_store_each_of_200_questions_exactly_once(cluster_for:
     assert all(w.poll() is None for w in workers)
 
 
-async def test_a_worker_sigkilled_mid_question_has_it_answered_by_another(cluster_for: Any, jobs_on: Any, arxiv: Any) -> None:
+async def test_a_worker_sigkilled_mid_question_has_it_answered_by_another(
+    cluster_for: Any, jobs_on: Any, arxiv: Any
+) -> None:
     stand_in, _ = arxiv
     stand_in.delay_s = 2.0
     cluster = cluster_for(jobs__concurrency="2")
@@ -107,16 +109,20 @@ async def test_a_worker_sigkilled_mid_question_has_it_answered_by_another(cluste
         return bool(stand_in.counts) and any(r.status == "running" for r in await jobs.results("ada", run.id))
 
     await wait_for(someone_is_working, 90, "a question to be in progress", cluster)
-    from researchcrew.jobs.tables import RunItemRow
-
     from sqlalchemy import select
+
+    from researchcrew.jobs.tables import RunItemRow
 
     async with store._read() as session:
         running = (
-            await session.execute(
-                select(RunItemRow).where(RunItemRow.run_id == run.id, RunItemRow.status == "running").limit(1)
+            (
+                await session.execute(
+                    select(RunItemRow).where(RunItemRow.run_id == run.id, RunItemRow.status == "running").limit(1)
+                )
             )
-        ).scalars().one()
+            .scalars()
+            .one()
+        )
         victim = _pid(running.lease_owner)
         os.kill(victim, signal.SIGKILL)  # mid-question: its messages are unacknowledged, its leases held
         held = (await session.execute(select(RunItemRow).where(RunItemRow.run_id == run.id))).scalars().all()
@@ -124,7 +130,9 @@ async def test_a_worker_sigkilled_mid_question_has_it_answered_by_another(cluste
     assert running.idx in interrupted
     await wait_for(lambda: _finished(jobs, run.id), 120, "the run to finish after the kill", cluster)
     results = await jobs.results("ada", run.id)
-    assert all(r.status in ("answered", "uncertain") for r in results), [(r.index, r.status, r.failure) for r in results]
+    assert all(r.status in ("answered", "uncertain") for r in results), [
+        (r.index, r.status, r.failure) for r in results
+    ]
     for result in results:
         if result.index in interrupted:  # redelivered and researched again, by another process
             assert result.attempts == 2 and _pid(result.answered_by) != victim

@@ -53,7 +53,9 @@ async def test_the_source_sends_the_next_slot_and_the_latest_missed_one_once(tmp
         assert tasks[0].schedule_id == f"{created.job.id}@{HOUR.isoformat()}"
         # Once the missed slot has its run, it is not sent again.
         store = await jobs.store()
-        await store.create_run(await store.job_row("ada", "q"), trigger="catch_up", executor="queue", slot=tasks[0].time)
+        await store.create_run(
+            await store.job_row("ada", "q"), trigger="catch_up", executor="queue", slot=tasks[0].time
+        )
         assert [t.kwargs["slot"] for t in await source.get_schedules()] == [quarter.isoformat()]
         # Just after a slot (within two refreshes) a missing run is the slot itself, not a catch-up.
         on_time = JobScheduleSource(jobs.store, settings.jobs, clock=lambda: quarter + timedelta(seconds=20))
@@ -69,7 +71,9 @@ async def test_two_embedded_schedulers_run_a_missed_slot_once(tmp_path: Path) ->
         open_runtime(settings, tools=[_tool()], remember=False) as second,
     ):
         jobs = Jobs(first)
-        await jobs.create("ada", name="hourly", questions=["What is a flaky test?", "What is RAG?"], schedule="0 * * * *")
+        await jobs.create(
+            "ada", name="hourly", questions=["What is a flaky test?", "What is RAG?"], schedule="0 * * * *"
+        )
         await _backdate(jobs, "hourly", 1)  # 24 slots missed: one catch-up run, not 24
         async with EmbeddedScheduler(jobs) as one, EmbeddedScheduler(Jobs(second)) as two:
             for _ in range(100):

@@ -49,7 +49,9 @@ def test_a_semicolon_csv_is_read_too(tmp_path: Path) -> None:
 
 def test_a_csv_without_a_question_column_names_the_columns_it_has(tmp_path: Path) -> None:
     path = _write(tmp_path, "q.csv", "query,topic\nWhat is RAG?,retrieval\n")
-    with pytest.raises(JobInputError, match=r"q\.csv: the CSV has no 'question' column \(its columns: 'query', 'topic'\)"):
+    with pytest.raises(
+        JobInputError, match=r"q\.csv: the CSV has no 'question' column \(its columns: 'query', 'topic'\)"
+    ):
         load_questions(path, max_questions=9)
 
 
@@ -70,7 +72,10 @@ def test_jsonl_lines_carry_their_own_options_and_bad_ones_are_named(tmp_path: Pa
     loaded = load_questions(_write(tmp_path, "q.jsonl", "\n".join(json.dumps(g) for g in good)), max_questions=9)
     assert loaded.questions[0].options.response_format == "concise"
     assert loaded.questions[1].options.given() == {}
-    bad = '{"question": "ok?"}\n{"question": "x", "formatt": "concise"}\nnot json\n{"question": "y", "deadline_s": -1}\n[1]\n'
+    bad = (
+        '{"question": "ok?"}\n{"question": "x", "formatt": "concise"}\nnot json\n'
+        '{"question": "y", "deadline_s": -1}\n[1]\n'
+    )
     with pytest.raises(JobInputError) as caught:
         load_questions(_write(tmp_path, "bad.jsonl", bad), max_questions=9)
     message = str(caught.value)
@@ -91,7 +96,9 @@ def test_jsonl_lines_carry_their_own_options_and_bad_ones_are_named(tmp_path: Pa
         ("header.csv", "question,topic\n", "no questions found"),
     ],
 )
-def test_empty_unreadable_or_unknown_files_are_refused(tmp_path: Path, name: str, content: str | bytes, expected: str) -> None:
+def test_empty_unreadable_or_unknown_files_are_refused(
+    tmp_path: Path, name: str, content: str | bytes, expected: str
+) -> None:
     with pytest.raises(JobInputError, match=expected.replace(".", r"\.")):
         load_questions(_write(tmp_path, name, content), max_questions=9)
 
@@ -112,16 +119,22 @@ def test_inline_questions_are_checked_like_lines() -> None:
         inline_questions(["What is RAG?", "   "], max_questions=9)
 
 
-_question_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="#\ufeff\x85"),
-    min_size=1,
-    max_size=80,
-).map(str.strip).filter(lambda text: text and not text.startswith("#"))
+_question_text = (
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="#\ufeff\x85"),
+        min_size=1,
+        max_size=80,
+    )
+    .map(str.strip)
+    .filter(lambda text: text and not text.startswith("#"))
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(questions=st.lists(_question_text, min_size=1, max_size=20))
-def test_any_questions_written_to_a_text_file_or_csv_read_back_the_same(tmp_path_factory: pytest.TempPathFactory, questions: list[str]) -> None:
+def test_any_questions_written_to_a_text_file_or_csv_read_back_the_same(
+    tmp_path_factory: pytest.TempPathFactory, questions: list[str]
+) -> None:
     folder = tmp_path_factory.mktemp("prop")
     text_file = _write(folder, "q.txt", "\n".join(questions) + "\n")
     assert [q.question for q in load_questions(text_file, max_questions=100).questions] == questions

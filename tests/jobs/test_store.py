@@ -55,7 +55,9 @@ async def test_a_slot_has_one_run_however_often_it_is_fired(store: JobStore) -> 
     await store.create_job("ada", spec(schedule=Schedule(cron="0 6 * * MON", timezone="Europe/Berlin")))
     job = await store.job_row("ada", "weekly")
     slot = datetime(2026, 1, 12, 5, 0, tzinfo=UTC)
-    outcomes = await asyncio.gather(*(store.create_run(job, trigger="schedule", executor="queue", slot=slot) for _ in range(5)))
+    outcomes = await asyncio.gather(
+        *(store.create_run(job, trigger="schedule", executor="queue", slot=slot) for _ in range(5))
+    )
     assert len({run_id for run_id, _ in outcomes}) == 1
     assert sum(created for _, created in outcomes) == 1
     assert await store.slots_run([(job.id, "2026-01-12T05:00:00+00:00"), (job.id, "2026-01-19T05:00:00+00:00")]) == {
@@ -74,9 +76,7 @@ async def test_a_question_is_claimed_once_and_a_lost_lease_writes_nothing(store:
     assert busy.state == "busy" and busy.lease_until is not None
     # w1 dies: its lease runs out, w2 takes the question over.
     async with store._write.begin() as session:
-        await session.execute(
-            update(RunItemRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1))
-        )
+        await session.execute(update(RunItemRow).values(lease_until=datetime.now(UTC) - timedelta(seconds=1)))
     taken = await store.claim_item(run_id, 0, "w2:b", lease_s=30)
     assert taken.state == "claimed" and taken.item is not None and taken.item.attempts == 2
     assert not await store.renew_lease(run_id, 0, "w1:a", 30)
@@ -123,3 +123,20 @@ async def test_one_dispatcher_per_run_until_it_is_done(store: JobStore) -> None:
     await store.mark_dispatched(run_id)
     assert not await store.claim_dispatch(run_id, 30)
     assert await store.claim_dispatch(run_id, 30, force=True)  # an operator's resume
+
+
+async def test_forgetting_a_user_deletes_their_jobs_runs_and_results(database_url: str) -> None:
+    memory = await MemoryStore.open(database_url)
+    try:
+        store = JobStore(memory.engine)
+        await store.create_job("ada", spec())
+        await store.create_job("bob", spec())
+        run_id, _ = await store.create_run(await store.job_row("ada", "weekly"), trigger="manual", executor="queue")
+        counts = await memory.forget_user(user_id="ada")
+        assert counts["jobs"] == 1
+        assert await store.list_jobs("ada") == []
+        with pytest.raises(JobNotFoundError):
+            await store.get_run(run_id)
+        assert [job.name for job in await store.list_jobs("bob")] == ["weekly"]
+    finally:
+        await memory.close()
