@@ -39,21 +39,31 @@ class LoadedQuestions:
 
 def load_questions(path: Path, *, max_questions: int) -> LoadedQuestions:
     """Read and check a question file (see the module docstring). Raises ``JobInputError``."""
-    suffix = path.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise JobInputError(f"{path.name}: questions come from .txt, .csv or .jsonl files, not {suffix or 'no suffix'}")
-    text = _read_text(path)
+    _check_suffix(path.name)
+    return parse_questions(path.name, _read_text(path), max_questions=max_questions)
+
+
+def parse_questions(name: str, text: str, *, max_questions: int) -> LoadedQuestions:
+    """Check questions given as the text of a file called ``name`` (an upload, say); its suffix says the format."""
+    suffix = _check_suffix(name)
     if not text.strip():
-        raise JobInputError(f"{path.name}: the file is empty")
+        raise JobInputError(f"{name}: the file is empty")
     if suffix == ".txt":
         loaded = _from_text(text)
     elif suffix == ".csv":
-        loaded = _from_csv(text, path.name)
+        loaded = _from_csv(text.removeprefix("\ufeff"), name)
     else:
         loaded = _from_jsonl(text)
-    loaded.source = path.name
-    _check_count(loaded, path.name, max_questions)
+    loaded.source = name
+    _check_count(loaded, name, max_questions)
     return loaded
+
+
+def _check_suffix(name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise JobInputError(f"{name}: questions come from .txt, .csv or .jsonl files, not {suffix or 'no suffix'}")
+    return suffix
 
 
 def inline_questions(texts: Iterable[str], *, max_questions: int) -> LoadedQuestions:

@@ -17,7 +17,7 @@ import pytest
 from researchcrew import ResearchAssistant
 from researchcrew.errors import JobInputError, JobNotFoundError
 from researchcrew.jobs.api import Jobs
-from researchcrew.jobs.contracts import QuestionResult
+from researchcrew.jobs.contracts import QuestionResult, crewai_state
 from researchcrew.runtime import open_runtime
 from researchcrew.settings import JobsSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk
@@ -85,6 +85,7 @@ async def test_a_run_stores_one_result_per_question_with_counts_and_exports(jobs
     seen: list[int] = []
     run = await jobs.run("ada", "weekly", on_progress=lambda index, status: seen.append(index))
     assert run.status == "completed" and run.counts.answered == len(QUESTIONS)
+    assert crewai_state(run.status) == "completed"  # the names crewAI's deployed-crew clients read
     assert sorted(seen) == list(range(len(QUESTIONS)))
     assert all(count == 1 for count in tool.per_question.values()) and len(tool.per_question) == len(QUESTIONS)
     results = await jobs.results("ada", run.id)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 from researchcrew.errors import JobInputError
-from researchcrew.jobs.sources import inline_questions, load_questions
+from researchcrew.jobs.sources import inline_questions, load_questions, parse_questions
 
 
 def _write(tmp_path: Path, name: str, text: str | bytes) -> Path:
@@ -148,3 +148,10 @@ def test_any_questions_written_to_a_text_file_or_csv_read_back_the_same(
     loaded = load_questions(_write(folder, "q.csv", buffer.getvalue()), max_questions=100)
     assert [q.question for q in loaded.questions] == questions
     assert [q.carried["n"] for q in loaded.questions] == [str(n) for n in range(len(questions))]
+
+
+def test_an_upload_is_parsed_like_a_file_of_its_name() -> None:
+    loaded = parse_questions("upload.csv", "\ufeffquestion,team\nWhat is RAG?,qa\n", max_questions=9)
+    assert (loaded.source, loaded.columns, loaded.questions[0].carried) == ("upload.csv", ["team"], {"team": "qa"})
+    with pytest.raises(JobInputError, match=r"upload\.xlsx: questions come from \.txt, \.csv or \.jsonl"):
+        parse_questions("upload.xlsx", "x", max_questions=9)
