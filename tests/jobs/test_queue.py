@@ -215,7 +215,8 @@ async def test_two_schedulers_fire_a_missed_slot_once(cluster_for: Any, jobs_on:
     stand_in, _ = arxiv
     cluster = cluster_for()
     jobs = await jobs_on(cluster)
-    await jobs.create("ada", name="daily", questions=[question(n) for n in range(3)], schedule="*/5 * * * *")
+    # Yearly, so that no new slot comes during the test: only the missed one can run.
+    await jobs.create("ada", name="daily", questions=[question(n) for n in range(3)], schedule="0 0 1 1 *")
     store = await jobs.store()
     from datetime import UTC, datetime, timedelta
 
@@ -223,8 +224,8 @@ async def test_two_schedulers_fire_a_missed_slot_once(cluster_for: Any, jobs_on:
 
     from researchcrew.jobs.tables import JobRow
 
-    async with store._write.begin() as session:  # created a day ago: 288 slots missed while no scheduler ran
-        await session.execute(update(JobRow).values(created_at=datetime.now(UTC) - timedelta(days=1)))
+    async with store._write.begin() as session:  # created three years ago: three slots missed, one runs
+        await session.execute(update(JobRow).values(created_at=datetime.now(UTC) - timedelta(days=3 * 366)))
     cluster.start("worker")
     cluster.start("scheduler")
     cluster.start("scheduler")

@@ -72,23 +72,24 @@ async def test_two_embedded_schedulers_run_a_missed_slot_once(tmp_path: Path) ->
     ):
         jobs = Jobs(first)
         await jobs.create(
-            "ada", name="hourly", questions=["What is a flaky test?", "What is RAG?"], schedule="0 * * * *"
+            "ada", name="yearly", questions=["What is a flaky test?", "What is RAG?"], schedule="0 0 1 1 *"
         )
-        await _backdate(jobs, "hourly", 1)  # 24 slots missed: one catch-up run, not 24
+        # Yearly, so no new slot comes during the test; created three years ago: three slots missed, one runs.
+        await _backdate(jobs, "yearly", 3 * 366)
         async with EmbeddedScheduler(jobs) as one, EmbeddedScheduler(Jobs(second)) as two:
             for _ in range(100):
-                runs = await jobs.runs("ada", "hourly")
+                runs = await jobs.runs("ada", "yearly")
                 if runs and runs[0].finished:
                     break
                 await asyncio.sleep(0.05)
             await asyncio.sleep(1.5)  # a second tick of both loops: nothing more may fire
-            runs = await jobs.runs("ada", "hourly")
+            runs = await jobs.runs("ada", "yearly")
             assert len(one.fired) + len(two.fired) == 1
         assert len(runs) == 1
         [run] = runs
         assert (run.trigger, run.status, run.counts.answered) == ("catch_up", "completed", 2)
-        expected = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
-        assert run.slot_at is not None and abs((run.slot_at - expected).total_seconds()) < 3600
+        expected = datetime.now(UTC).replace(month=1, day=1, hour=0, minute=0, second=0, microsecond=0)
+        assert run.slot_at == expected  # the latest missed slot (this year's), not an older one
 
 
 async def test_the_embedded_scheduler_resumes_runs_an_earlier_process_left(tmp_path: Path) -> None:
