@@ -271,6 +271,13 @@ async def measure(args: argparse.Namespace, base: Path, database_url: str, redis
         finally:
             workers.stop()
             await jobs.aclose()
+            import redis.asyncio
+
+            client = redis.asyncio.Redis.from_url(redis_url)
+            keys = [key async for key in client.scan_iter(f"{prefix}:*")]
+            if keys:
+                await client.delete(*keys)  # the stream and limits of this benchmark only
+            await client.aclose()
     report["two_workers_speedup"] = round(
         report["two_workers"]["questions_per_s"] / report["one_worker"]["questions_per_s"], 2
     )
