@@ -33,6 +33,7 @@ from researchcrew.tools.base import Tool
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.jobs.api import Jobs
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.store import MemoryStore
 
@@ -66,6 +67,7 @@ class ResearchAssistant:
             "remember": remember,
         }
         self._runtime: Runtime | None = None
+        self._jobs: Jobs | None = None
         self._runner: asyncio.Runner | None = None
 
     @property
@@ -75,13 +77,26 @@ class ResearchAssistant:
             self._runtime = open_runtime(self.settings, **self._options)
         return self._runtime
 
+    @property
+    def jobs(self) -> Jobs:
+        """Batch research jobs on this assistant's runtime (``researchcrew.jobs.api.Jobs``): create, run now or
+        on a schedule, follow, cancel, resume, export — each call names the user whose jobs they are."""
+        if self._jobs is None or self._jobs.runtime is not self.runtime:
+            from researchcrew.jobs.api import Jobs
+
+            self._jobs = Jobs(self.runtime)
+        return self._jobs
+
     # Lifecycle ---------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Open stores and build the pipeline (done on first ``ask``; call it to pay the start-up cost up front)."""
         await self.runtime.stages()
 
     async def aclose(self) -> None:
-        """Finish pending memory work and release resources."""
+        """Finish pending memory work and release resources (background job runs stop; they resume later)."""
+        if self._jobs is not None:
+            jobs, self._jobs = self._jobs, None
+            await jobs.aclose()
         if self._runtime is not None:
             runtime, self._runtime = self._runtime, None
             await runtime.aclose()

@@ -59,3 +59,25 @@ class MemoryStoreError(ResearchCrewError):
 
 class ModelUnavailableError(ResearchCrewError):
     """A model (embedding, reranker, LLM) could not be loaded or reached."""
+
+
+class JobError(ResearchCrewError):
+    """A batch job operation could not be done (see the subclasses)."""
+
+
+class JobInputError(JobError):
+    """A job's input is wrong (file, question, option, schedule, webhook); nothing was stored or queued. The
+    message says what, and where (line numbers for files)."""
+
+
+class JobNotFoundError(JobError):
+    """No such job or run for this user (another user's jobs are never visible)."""
+
+
+class JobConflictError(JobError):
+    """The operation conflicts with the current state (a job of that name exists, a finished run cannot be
+    cancelled, ...)."""
+
+
+class QueueUnavailableError(JobError):
+    """The Redis-backed job queue was asked for but cannot be used (not configured or unreachable)."""

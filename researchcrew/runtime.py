@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.agent import MemoryAgent
     from researchcrew.pipeline.stages import ResearchStages
+    from researchcrew.tools.limits import SharedLimits
 
 logger = logging.getLogger(__name__)
 
@@ -84,6 +85,7 @@ class Runtime:
         self._outbox_worker: OutboxWorker | None = None
         self._memory_agent: MemoryAgent | None = None
         self._stages: ResearchStages | None = None
+        self._limits: SharedLimits | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
 
@@ -148,6 +150,15 @@ class Runtime:
                 self._outbox_worker.start()
             return self._outbox_worker
 
+    def shared_limits(self) -> SharedLimits:
+        """The limits shared with other processes through Redis (arXiv pacing, Firecrawl cap); per process
+        without ``redis.url``. Its Redis clients connect on first use."""
+        if self._limits is None:
+            from researchcrew.tools.limits import SharedLimits
+
+            self._limits = SharedLimits(self.settings)
+        return self._limits
+
     async def _connected_knowledge_base(self) -> KnowledgeBase:
         """The knowledge base, connected now (Milvus Lite starts, the collection loads: about a second, paid at
         start-up rather than by the first question). An unreachable one is not fatal: its RAG source retries per
@@ -170,7 +181,13 @@ class Runtime:
             return self._stages
 
     async def _build_stages(self) -> ResearchStages:
+        import importlib
+
         from researchcrew.pipeline.assemble import assemble_stages, default_tools
+
+        # The Flow module imports crewAI's Flow machinery (~3 s of CPU): import it off the event loop now, or the
+        # first question blocks every other coroutine of the process that long (a worker's Redis reads time out).
+        await asyncio.to_thread(importlib.import_module, "researchcrew.pipeline.flow")
 
         needs_store = self._memory_store is None and (self.remember or self._given_tools is None)
         needs_knowledge_base = self._given_tools is None and self._knowledge_base is None
@@ -188,7 +205,11 @@ class Runtime:
         tools = self._given_tools
         if tools is None:
             tools = default_tools(
-                self.settings, knowledge_base=await self.knowledge_base(), memory_store=store, zep=zep
+                self.settings,
+                knowledge_base=await self.knowledge_base(),
+                memory_store=store,
+                zep=zep,
+                limits=self.shared_limits(),
             )
         llm = self.llm()
         if self.remember and store is not None:
@@ -199,13 +220,22 @@ class Runtime:
 
     # The question pipeline ------------------------------------------------------------------------------------
     async def ask(
-        self, request: ResearchRequest, *, on_event: Callable[[ProgressEvent], None] | None = None
+        self,
+        request: ResearchRequest,
+        *,
+        on_event: Callable[[ProgressEvent], None] | None = None,
+        remember: bool = True,
     ) -> FinalResponse:
         """Research one question and return the cited answer (never raises for what a source or the evidence
-        did; raises ``ConfigurationError`` when the pipeline cannot be built)."""
+        did; raises ``ConfigurationError`` when the pipeline cannot be built). ``remember=False`` keeps this one
+        answer out of memory (batch jobs do, unless the job asks otherwise)."""
+        import dataclasses
+
         from researchcrew.pipeline.flow import run_question
 
         stages = await self.stages()
+        if not remember:
+            stages = dataclasses.replace(stages, remember=_remember_nothing)
         preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
         return await run_question(stages, request, preferences=preferences, on_event=on_event)
 
@@ -283,6 +313,9 @@ class Runtime:
         if self._owns_llm and self._llm is not _NOT_BUILT and self._llm is not None:
             await _release_llm(self._llm)
         self._llm = _NOT_BUILT if self._owns_llm else self._llm
+        if self._limits is not None:
+            limits, self._limits = self._limits, None
+            await limits.aclose()
         await self._close_stores()
         self._stages = None
 
@@ -330,6 +363,10 @@ class Runtime:
         from researchcrew.embedding.embedder import loaded_embedder
 
         return loaded_embedder(self.settings)
+
+
+def _remember_nothing(_: object) -> bool:
+    return False
 
 
 def open_runtime(

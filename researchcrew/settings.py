@@ -120,6 +120,14 @@ class FirecrawlSettings(_Group):
         le=300,
         description="Timeout for one Firecrawl HTTP request, in seconds; also sent as the server-side search timeout.",
     )
+    max_concurrent: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="At most this many Firecrawl searches at once: across every process sharing `redis.url` when "
+        "it is set (batch workers, API processes), else per process. None: no cap (Firecrawl's own plan limits "
+        "apply).",
+    )
 
 
 class ArxivSettings(_Group):
@@ -128,7 +136,10 @@ class ArxivSettings(_Group):
         description="arXiv API query URL. Overridable so tests can point the `arxiv` package at loopback.",
     )
     min_interval_s: float = Field(
-        default=3.0, ge=0, description="At least this long between two requests per process (arXiv's API terms)."
+        default=3.0,
+        ge=0,
+        description="At least this long between two arXiv requests (arXiv's API terms): across every process "
+        "sharing `redis.url` when it is set, else per process.",
     )
     cache_ttl_s: float = Field(default=3600.0, ge=0, description="How long identical queries are answered from cache.")
     cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
@@ -264,6 +275,84 @@ class EvaluationSettings(_Group):
         return self
 
 
+class RedisSettings(_Group):
+    url: str | None = Field(
+        default=None,
+        description="Redis URL (`redis://host:6379/0`). None: no Redis; batch jobs run in process and rate limits "
+        "hold per process. Set: batch questions go to `researchcrew worker` processes through a Redis stream, and "
+        "the arXiv pacing and the Firecrawl cap are shared by every process using this Redis.",
+    )
+    key_prefix: str = Field(
+        default="researchcrew",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="Prefix of every Redis key and stream researchcrew uses, so deployments can share one Redis.",
+    )
+    timeout_s: float = Field(
+        default=5.0, gt=0, le=60, description="Timeout for one Redis command (the workers' blocking reads excepted)."
+    )
+
+
+class JobsSettings(_Group):
+    """Scheduled batch research: how runs are executed, retried, scheduled and reported."""
+
+    concurrency: int = Field(
+        default=4,
+        ge=1,
+        le=256,
+        description="Questions researched at once: by `jobs run` in process, and by each worker process.",
+    )
+    worker_processes: int = Field(
+        default=1, ge=1, le=64, description="Worker processes `researchcrew worker` starts (each one a runtime)."
+    )
+    max_questions: int = Field(default=10_000, ge=1, le=1_000_000, description="Most questions one job may hold.")
+    attempts: int = Field(
+        default=3,
+        ge=1,
+        le=10,
+        description="Tries per question when every source failed for a transient reason (timeout, unreachable, "
+        "HTTP 429/5xx); after the last one the question is stored as failed with the reasons.",
+    )
+    retry_backoff_s: float = Field(
+        default=2.0, gt=0, le=600, description="Wait before the first retry; it doubles per retry, with jitter."
+    )
+    retry_backoff_max_s: float = Field(default=60.0, gt=0, le=3600, description="Longest wait between two retries.")
+    lease_s: float = Field(
+        default=60.0,
+        ge=3,
+        le=3600,
+        description="A question being researched is leased to its worker for this long and the lease is renewed "
+        "every third of it; when a worker dies its lease runs out and another worker takes the question over.",
+    )
+    redelivery_after_s: float = Field(
+        default=900.0,
+        ge=5,
+        le=86_400,
+        description="A queued question whose worker died before acknowledging it is delivered to another worker "
+        "after this long (taskiq-redis `idle_timeout`). Keep it above the longest question deadline.",
+    )
+    catch_up: Literal["latest", "skip"] = Field(
+        default="latest",
+        description="What a scheduler that was down does about the slots it missed: `latest` runs the most recent "
+        "missed slot once (however many were missed), `skip` runs none. Slots before the job existed never run.",
+    )
+    schedule_refresh_s: float = Field(
+        default=30.0, ge=1, le=3600, description="How often a scheduler re-reads the jobs' schedules."
+    )
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=120, description="Timeout for one webhook POST.")
+    webhook_attempts: int = Field(
+        default=5, ge=1, le=20, description="Tries per finished-run webhook (backoff with jitter in between)."
+    )
+    queue_name: str = Field(
+        default="jobs",
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="Name of the Redis stream of batch questions (prefixed with `redis.key_prefix`).",
+    )
+
+
 class ServiceSettings(_Group):
     host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
@@ -297,6 +386,8 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval and fusion.")
     memory: MemorySettings = Field(default_factory=MemorySettings, description="Conversation memory.")
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
+    redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis: job queue and shared limits.")
+    jobs: JobsSettings = Field(default_factory=JobsSettings, description="Scheduled batch research jobs.")
     evaluation: EvaluationSettings = Field(
         default_factory=EvaluationSettings, description="Evidence scoring, deduplication, contradictions."
     )

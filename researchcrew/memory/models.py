@@ -242,4 +242,7 @@ class OutboxRow(Base):
     dead_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+# The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
+from researchcrew.jobs import tables as _job_tables  # noqa: E402, F401  (import order: they need Base)
+
 ALL_TABLES = tuple(Base.metadata.sorted_tables)

@@ -575,6 +575,11 @@ class MemoryStore:
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))
                 counts[name] = int(result.rowcount)  # type: ignore[attr-defined]
+            # Batch jobs hold the user's questions and answers too; their runs and results go with them (cascade).
+            from researchcrew.jobs.tables import JobRow
+
+            result = await session.execute(delete(JobRow).where(JobRow.owner == user_id))
+            counts["jobs"] = int(result.rowcount)  # type: ignore[attr-defined]
             # Bookkeeping, not the user's data (not counted): its removal tells other processes' caches to drop
             # the user (a user seen again gets a new epoch).
             await session.execute(delete(UserStateRow).where(UserStateRow.user_id == user_id))

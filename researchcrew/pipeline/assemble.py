@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.agent import MemoryAgent
+    from researchcrew.tools.limits import SharedLimits
 
 logger = logging.getLogger(__name__)
 
@@ -75,18 +76,23 @@ def default_tools(
     knowledge_base: KnowledgeBase,
     memory_store: MemoryStore | None,
     zep: ZepMemory | None = None,
+    limits: SharedLimits | None = None,
 ) -> list[Tool]:
     """The built-in sources named in ``settings.enabled_sources``, in that order. Memory recall uses Zep when the
-    Zep backend is configured, else the built-in store."""
+    Zep backend is configured, else the built-in store. ``limits`` shares arXiv's pacing and the Firecrawl cap
+    with other processes (through Redis, when configured)."""
     from researchcrew.tools.arxiv import ArxivTool
     from researchcrew.tools.memory_recall import MemoryTool
     from researchcrew.tools.rag import RAGTool
     from researchcrew.tools.web import WebSearchTool
 
+    firecrawl_lease_s = settings.firecrawl.timeout_s + 10  # a killed holder's slot comes back after this
+    cap = limits.cap("firecrawl", settings.firecrawl.max_concurrent, lease_s=firecrawl_lease_s) if limits else None
+    pacer = limits.pacer("arxiv", settings.arxiv.min_interval_s) if limits else None
     built: dict[str, Tool] = {
         "rag": RAGTool(knowledge_base),
-        "web": WebSearchTool(settings.firecrawl),
-        "arxiv": ArxivTool(settings.arxiv),
+        "web": WebSearchTool(settings.firecrawl, cap=cap),
+        "arxiv": ArxivTool(settings.arxiv, shared_pacer=pacer),
     }
     recall = zep if zep is not None else memory_store
     if recall is not None:

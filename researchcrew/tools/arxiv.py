@@ -1,7 +1,8 @@
 """arXiv search through the ``arxiv`` package, paced and cached as arXiv's API terms ask.
 
 arXiv's terms (info.arxiv.org/help/api/tou.html): "make no more than one request every three seconds, and limit
-requests to a single connection at a time". This module enforces both *per process*:
+requests to a single connection at a time". This module enforces both *per process*, and the interval across
+processes too when they share a Redis (``tools/limits.py``: the spacer asks the shared pacer for its turn as well):
 
 * every arXiv API host has one ``RequestSpacer`` (``spacer_for``), shared by all ``ArxivTool`` instances;
 * a spacer runs the blocking ``arxiv.Client`` calls on its own single worker thread — off the event loop, one at a
@@ -32,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import arxiv
@@ -42,6 +43,9 @@ from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
 from researchcrew.settings import ArxivSettings
 from researchcrew.tools.base import Tool, rank_relevance
+
+if TYPE_CHECKING:
+    from researchcrew.tools.limits import SharedPacer
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,7 @@ class RequestSpacer:
         self._last_start: float | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.request_starts: list[float] = []  # clock() at each request start (the most recent 1000)
+        self.shared: SharedPacer | None = None  # the pacing shared with other processes (through Redis), if any
 
     async def run(self, fn: Callable[[], T]) -> T:
         with self._lock:
@@ -94,6 +99,8 @@ class RequestSpacer:
                 if wait > 0:
                     logger.debug("arXiv pacing: waiting %.3f s for the next request slot", wait)
                     self._sleep(wait)
+            if self.shared is not None:  # after the local wait: other processes may have asked meanwhile
+                self.shared.wait_turn()
             self._last_start = self._clock()
             self.request_starts.append(self._last_start)
             del self.request_starts[:-1000]
@@ -110,8 +117,9 @@ _SPACERS: dict[str, RequestSpacer] = {}
 _SPACERS_LOCK = threading.Lock()
 
 
-def spacer_for(api_url: str, min_interval_s: float) -> RequestSpacer:
-    """The process-wide spacer of an arXiv API host; the strictest interval asked for wins."""
+def spacer_for(api_url: str, min_interval_s: float, *, shared: SharedPacer | None = None) -> RequestSpacer:
+    """The process-wide spacer of an arXiv API host; the strictest interval asked for wins. ``shared`` makes it
+    also wait for the pacing shared with other processes (the tool built last decides: one runtime per process)."""
     host = urlsplit(api_url).netloc.lower()
     with _SPACERS_LOCK:
         spacer = _SPACERS.get(host)
@@ -119,6 +127,7 @@ def spacer_for(api_url: str, min_interval_s: float) -> RequestSpacer:
             spacer = _SPACERS[host] = RequestSpacer(min_interval_s)
         else:
             spacer.min_interval_s = max(spacer.min_interval_s, min_interval_s)
+        spacer.shared = shared
         return spacer
 
 
@@ -210,11 +219,13 @@ class ArxivTool(Tool):
         settings: ArxivSettings | None = None,
         *,
         spacer: RequestSpacer | None = None,
+        shared_pacer: SharedPacer | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``spacer`` defaults to the process-wide one of the API host; ``clock`` drives the cache's TTL."""
+        """``spacer`` defaults to the process-wide one of the API host; ``shared_pacer`` paces it with other
+        processes too (``tools/limits.py``); ``clock`` drives the cache's TTL."""
         self.settings = settings or ArxivSettings()
-        self.spacer = spacer or spacer_for(self.settings.api_url, self.settings.min_interval_s)
+        self.spacer = spacer or spacer_for(self.settings.api_url, self.settings.min_interval_s, shared=shared_pacer)
         self._session = _PacedSession(self.spacer, self.settings.timeout_s)
         # Pacing and retries are ours (the spacer, _fetch): the package's own per-client delay would only add a
         # second wait, and its retries would hold the worker instead of queueing behind other callers.

@@ -36,6 +36,8 @@ from researchcrew.tools.base import Tool, rank_relevance
 if TYPE_CHECKING:
     from firecrawl import AsyncFirecrawl
 
+    from researchcrew.tools.limits import ConcurrencyCap
+
 logger = logging.getLogger(__name__)
 
 FIRECRAWL_CLOUD_URL = "https://api.firecrawl.dev"
@@ -66,10 +68,18 @@ class WebSearchTool(Tool):
     )
     source_type: ClassVar[str] = "web"
 
-    def __init__(self, settings: FirecrawlSettings | None = None, *, client: AsyncFirecrawl | None = None) -> None:
-        """``client`` overrides the one built from ``settings`` (tests, SDK users with their own client)."""
+    def __init__(
+        self,
+        settings: FirecrawlSettings | None = None,
+        *,
+        client: AsyncFirecrawl | None = None,
+        cap: ConcurrencyCap | None = None,
+    ) -> None:
+        """``client`` overrides the one built from ``settings`` (tests, SDK users with their own client); ``cap``
+        bounds concurrent searches (``settings.max_concurrent``, shared through Redis: ``tools/limits.py``)."""
         self.settings = settings or FirecrawlSettings()
         self._client = client if client is not None else _build_client(self.settings)
+        self._cap = cap
 
     @property
     def configured(self) -> bool:
@@ -115,7 +125,11 @@ class WebSearchTool(Tool):
             options["scrape_options"] = ScrapeOptions(formats=["markdown"], only_main_content=True)
 
         try:
-            data = await self._client.search(query, **options)
+            if self._cap is None:
+                data = await self._client.search(query, **options)
+            else:
+                async with self._cap.slot():
+                    data = await self._client.search(query, **options)
         except (FirecrawlError, httpx.HTTPError, ValueError, TypeError, AttributeError, KeyError) as error:
             raise _tool_error(error) from error
         return self._to_chunks(data)
