@@ -49,6 +49,18 @@ class KnowledgeBaseUnavailableError(KnowledgeBaseError):
     """Milvus could not be reached (connection refused, timed out, server gone); retrying later may work."""
 
 
+class KnowledgeBaseLockedError(KnowledgeBaseUnavailableError):
+    """Another process holds the Milvus Lite file (one process per file); the message names it and what to do."""
+
+
+class KnowledgeBaseServerError(KnowledgeBaseError):
+    """Milvus answered with an error status: it is rate-limiting, or failed internally. Retrying later may work."""
+
+
+class KnowledgeBaseResponseError(KnowledgeBaseError):
+    """Milvus answered with something we cannot use: a malformed or oversized response."""
+
+
 class IngestError(ResearchCrewError):
     """A document could not be read or parsed for ingestion. The message names the file and the reason."""
 

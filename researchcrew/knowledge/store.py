@@ -17,9 +17,11 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseUnavailableError
+from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseLockedError, KnowledgeBaseUnavailableError
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.analysis import ANALYZER_VERSION
+from researchcrew.knowledge.lite_lock import lite_lock_holder, locked_message
+from researchcrew.redaction import mask_url, redact
 from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -41,7 +43,17 @@ class _LiteUnimplementedCallFilter(logging.Filter):
         return not (isinstance(error, NotImplementedError) and "AllocTimestamp" in frame_names)
 
 
+class _LiteLockedFilter(logging.Filter):
+    """milvus-lite logs a traceback when another process holds the file; the store reports that itself, in one line
+    naming the process (``lite_lock``), so the traceback is dropped. Other start-up failures still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return type(error).__name__ != "DataDirLockedError"
+
+
 logging.getLogger("grpc._server").addFilter(_LiteUnimplementedCallFilter())
+logging.getLogger("milvus_lite.server_manager").addFilter(_LiteLockedFilter())
 
 T = TypeVar("T")
 
@@ -71,6 +83,7 @@ class CollectionStore:
 
     def __init__(self, settings: Settings, *, dimension: Callable[[], int], model_name: str) -> None:
         self.uri = settings.milvus_uri
+        self.display_uri = mask_url(self.uri)  # what messages and statistics show: never a password
         self.collection = settings.milvus.collection
         self.lite = schema.is_lite(self.uri)
         self._settings = settings
@@ -98,10 +111,13 @@ class CollectionStore:
         milvus = self._settings.milvus
         if self.lite:
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self._refuse_if_locked()
         token = milvus.token.get_secret_value() if milvus.token else ""
         try:
             client = MilvusClient(uri=self.uri, token=token, db_name=milvus.db_name or "", timeout=milvus.timeout_s)
         except Exception as error:  # pymilvus raises MilvusException, grpc errors or ConnectionConfigException
+            if self.lite:
+                self._refuse_if_locked()  # taken between our check and the connect: say so, not "open failed"
             raise self._translate("connect", error) from error
         try:
             self._ensure_collection(client)
@@ -110,12 +126,18 @@ class CollectionStore:
             raise
         return client
 
+    def _refuse_if_locked(self) -> None:
+        """Milvus Lite is one process per file: when another process holds it, say which, in one line."""
+        holder = lite_lock_holder(Path(self.uri).expanduser())
+        if holder is not None:
+            raise KnowledgeBaseLockedError(locked_message(self.display_uri, holder))
+
     def _ensure_collection(self, client: Any) -> None:
         timeout = self._settings.milvus.timeout_s
         try:
             if not client.has_collection(self.collection, timeout=timeout):
                 dimension = self._dimension()
-                logger.info("creating collection %s at %s (dimension %d)", self.collection, self.uri, dimension)
+                logger.info("creating collection %s at %s (dimension %d)", self.collection, self.display_uri, dimension)
                 client.create_collection(
                     self.collection,
                     schema=schema.build_schema(dimension),
@@ -147,7 +169,7 @@ class CollectionStore:
         recorded = self.recorded
         if schema.SEARCH_TEXT not in names or recorded.get("researchcrew_schema") != schema.SCHEMA_VERSION:
             raise KnowledgeBaseError(
-                f"collection {self.collection!r} at {self.uri} was not created by this version of researchcrew; "
+                f"collection {self.collection!r} at {self.display_uri} was not created by this version of researchcrew; "
                 "choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
             )
         if recorded.get("embedding_model") != self._model_name:
@@ -209,7 +231,8 @@ class CollectionStore:
         from pymilvus import MilvusException
         from pymilvus.exceptions import ConnectionConfigException
 
-        message = f"{operation} on collection {self.collection!r} at {self.uri} failed: {error}"
+        secrets = [self._settings.milvus.token.get_secret_value()] if self._settings.milvus.token else []
+        message = redact(f"{operation} on collection {self.collection!r} at {self.display_uri} failed: {error}", secrets)
         unavailable = False
         if isinstance(error, grpc.RpcError):
             code = error.code() if callable(getattr(error, "code", None)) else None
