@@ -169,8 +169,8 @@ class CollectionStore:
         recorded = self.recorded
         if schema.SEARCH_TEXT not in names or recorded.get("researchcrew_schema") != schema.SCHEMA_VERSION:
             raise KnowledgeBaseError(
-                f"collection {self.collection!r} at {self.display_uri} was not created by this version of researchcrew; "
-                "choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
+                f"collection {self.collection!r} at {self.display_uri} was not created by this version of "
+                "researchcrew; choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
             )
         if recorded.get("embedding_model") != self._model_name:
             raise KnowledgeBaseError(
@@ -232,7 +232,9 @@ class CollectionStore:
         from pymilvus.exceptions import ConnectionConfigException
 
         secrets = [self._settings.milvus.token.get_secret_value()] if self._settings.milvus.token else []
-        message = redact(f"{operation} on collection {self.collection!r} at {self.display_uri} failed: {error}", secrets)
+        message = redact(
+            f"{operation} on collection {self.collection!r} at {self.display_uri} failed: {error}", secrets
+        )
         unavailable = False
         if isinstance(error, grpc.RpcError):
             code = error.code() if callable(getattr(error, "code", None)) else None

@@ -27,6 +27,8 @@ from researchcrew.contracts import (
     SynthesizerOutput,
 )
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
+from researchcrew.pipeline.support import SupportScorer, relevance_support
+from researchcrew.settings import ConfidenceSettings
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -86,6 +88,9 @@ class ResearchStages:
     # Why exchanges cannot be remembered now (the memory store could not be opened); None when memory works or is
     # off by design. The Flow then says so in the answer (memory_status "unavailable" and a caveat).
     memory_unavailable: str | None = None
+    # How well each piece of evidence supports the question (see pipeline/support.py), and the bands it feeds.
+    support: SupportScorer = relevance_support
+    confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
 
     def with_event_callback(self, on_event: Callable[[ProgressEvent], None]) -> ResearchStages:
         return dataclasses.replace(self, on_event=on_event)
