@@ -346,7 +346,7 @@ class ConfidenceSettings(_Group):
         "the search is reformulated, then the uncertainty answer is given.",
     )
     reformulate_min_support: float = Field(
-        default=0.2,
+        default=0.25,
         ge=0,
         le=1,
         description="Below this the best evidence is off-topic and rewording the search will not help: the "

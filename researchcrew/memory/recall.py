@@ -15,7 +15,8 @@ score of an exchange is ``lexical_weight × lexical + (1 − lexical_weight) × 
 (terms: lower-cased words without stopwords, lightly stemmed, hyphenated tokens also whole; idf over the user's
 exchanges, BM25's ``ln(1 + (N − df + 0.5) / (df + 0.5))``), i.e. the share of the query's information the exchange
 holds. The lexical side only ever adds evidence: relevance = max(dense, hybrid), so an exchange the embedding
-finds is never demoted for phrasing the question differently. A per-user inverted index (term → rows) makes the lexical side cost only the rows that share a term.
+finds is never demoted for phrasing the question differently. A per-user inverted index (term → rows) makes the
+lexical side cost only the rows that share a term.
 
 Why a cache: recalling over 10,000 exchanges must take ~20 ms, and reading 10,000 embedding blobs from SQL per
 query takes longer than that. So each user's embeddings are loaded once into a float32 matrix and kept. Before
