@@ -116,7 +116,7 @@ def _command_line(pid: int) -> str | None:
         words = words[1:]
     if words:
         words[0] = Path(words[0]).name
-    command = " ".join(words)
+    command = " ".join(" ".join(words).split())  # one line, whatever the arguments hold
     return command[: _COMMAND_CHARS - 1] + "…" if len(command) > _COMMAND_CHARS else command or None
 
 
