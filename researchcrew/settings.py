@@ -156,6 +156,13 @@ class FirecrawlSettings(_Group):
         le=300,
         description="Timeout for one Firecrawl HTTP request, in seconds; also sent as the server-side search timeout.",
     )
+    max_response_mb: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description="Largest response accepted from this service, in MB; a larger one is refused (reported as "
+        "bad_response) instead of being read into memory.",
+    )
 
 
 class ArxivSettings(_Group):
@@ -170,6 +177,13 @@ class ArxivSettings(_Group):
     cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
     num_retries: int = Field(default=1, ge=0, le=5, description="Retries the `arxiv` client makes on a failed page.")
     timeout_s: float = Field(default=7.0, gt=0, le=120, description="Timeout for one arXiv HTTP request, in seconds.")
+    max_response_mb: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description="Largest response accepted from this service, in MB; a larger one is refused (reported as "
+        "bad_response) instead of being read into memory.",
+    )
 
 
 class ZepSettings(_Group):
@@ -179,6 +193,13 @@ class ZepSettings(_Group):
         description="Zep server base URL (e.g. http://localhost:8000); also ZEP_API_URL. Needed for self-hosted Zep.",
     )
     timeout_s: float = Field(default=5.0, gt=0, description="Timeout for one Zep call, in seconds.")
+    max_response_mb: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description="Largest response accepted from this service, in MB; a larger one is refused (reported as "
+        "bad_response) instead of being read into memory.",
+    )
 
 
 class LLMSettings(_Group):

@@ -17,7 +17,14 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseLockedError, KnowledgeBaseUnavailableError
+from researchcrew.errors import (
+    KnowledgeBaseError,
+    KnowledgeBaseLockedError,
+    KnowledgeBaseResponseError,
+    KnowledgeBaseServerError,
+    KnowledgeBaseTimeoutError,
+    KnowledgeBaseUnavailableError,
+)
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.analysis import ANALYZER_VERSION
 from researchcrew.knowledge.lite_lock import lite_lock_holder, locked_message
@@ -75,7 +82,62 @@ def _skip_per_character_string_check() -> None:
 
 
 _PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
-_UNAVAILABLE_HINTS = ("unavailable", "connect", "deadline", "timed out", "timeout", "refused", "closed channel")
+_RATE_LIMITED_CODE = 8  # pymilvus ErrorCode.RATE_LIMIT (common_pb2.RateLimit)
+_SERVER_ERROR_CODES = frozenset({65535})  # Milvus' "unexpected error" status
+_UNAVAILABLE_HINTS = ("unavailable", "connect", "refused", "closed channel")
+
+
+def failure_class(error: BaseException) -> type[KnowledgeBaseError] | None:
+    """What a pymilvus/gRPC failure means for a caller; None when it is not one (a bug):
+
+    * rate limited (Milvus status 8, or gRPC RESOURCE_EXHAUSTED) or an internal server error (status 65535, gRPC
+      INTERNAL/UNKNOWN) → ``KnowledgeBaseServerError`` (the service answered with an error status);
+    * a response over the client's message limit (RESOURCE_EXHAUSTED "larger than max") →
+      ``KnowledgeBaseResponseError``;
+    * a deadline passed → ``KnowledgeBaseTimeoutError``; unreachable → ``KnowledgeBaseUnavailableError``;
+    * anything else Milvus refused → ``KnowledgeBaseError``.
+    """
+    import grpc
+    from pymilvus import MilvusException
+
+    if isinstance(error, grpc.RpcError):
+        code: Any = error.code() if callable(getattr(error, "code", None)) else None
+        text = str(error).lower()
+    elif isinstance(error, MilvusException):
+        code, text = error.code, str(error).lower()
+    elif isinstance(error, TimeoutError):
+        return KnowledgeBaseTimeoutError
+    elif isinstance(error, ConnectionError | OSError):
+        return KnowledgeBaseUnavailableError
+    else:
+        return None
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than" in text:
+        return KnowledgeBaseResponseError
+    if code in (_RATE_LIMITED_CODE, grpc.StatusCode.RESOURCE_EXHAUSTED) or "rate limit" in text:
+        return KnowledgeBaseServerError
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED or "deadline exceeded" in text:
+        return KnowledgeBaseTimeoutError
+    if code in (grpc.StatusCode.UNAVAILABLE, 2) or any(hint in text for hint in _UNAVAILABLE_HINTS):
+        return KnowledgeBaseUnavailableError
+    if code in _SERVER_ERROR_CODES or code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+        return KnowledgeBaseServerError
+    return KnowledgeBaseError
+
+
+def _check_hit(hit: Any, where: str) -> None:
+    """A search hit must be what Milvus sends: a mapping with a primary key, a numeric distance and text within
+    the field's limit. Anything else is a malformed (or oversized) response, reported as such, not a crash."""
+    try:
+        distance = hit["distance"]
+        key = hit[schema.PK]
+        text = hit.get(schema.TEXT, "")
+    except (KeyError, TypeError, AttributeError) as error:
+        raise KnowledgeBaseResponseError(f"{where}: malformed result ({type(error).__name__}: {error})") from error
+    if isinstance(distance, bool) or not isinstance(distance, int | float) or not isinstance(key, str | int):
+        raise KnowledgeBaseResponseError(f"{where}: malformed result (distance {distance!r}, key {key!r})")
+    if not isinstance(text, str) or len(text.encode()) > schema.TEXT_LIMIT:
+        size = len(text) if isinstance(text, str) else type(text).__name__
+        raise KnowledgeBaseResponseError(f"{where}: oversized or malformed text in a result ({size} characters)")
 
 
 class CollectionStore:
@@ -226,36 +288,26 @@ class CollectionStore:
             raise self._translate(operation, error) from error
 
     def _translate(self, operation: str, error: Exception) -> KnowledgeBaseError:
-        """Name the failure; a dead or unreachable server becomes ``KnowledgeBaseUnavailableError``."""
-        import grpc
-        from pymilvus import MilvusException
+        """Name the failure by what it means for a caller (``failure_class``); an unreachable or timed-out server is
+        dropped so that the next call reconnects."""
         from pymilvus.exceptions import ConnectionConfigException
 
         secrets = [self._settings.milvus.token.get_secret_value()] if self._settings.milvus.token else []
         message = redact(
             f"{operation} on collection {self.collection!r} at {self.display_uri} failed: {error}", secrets
         )
-        unavailable = False
-        if isinstance(error, grpc.RpcError):
-            code = error.code() if callable(getattr(error, "code", None)) else None
-            unavailable = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-        elif isinstance(error, ConnectionConfigException):
+        if isinstance(error, ConnectionConfigException):
             return KnowledgeBaseError(message)
-        elif isinstance(error, MilvusException):
-            text = str(error).lower()
-            unavailable = error.code == 2 or any(hint in text for hint in _UNAVAILABLE_HINTS)
-        elif isinstance(error, TimeoutError | ConnectionError | OSError):
-            unavailable = True
-        else:
+        failure = failure_class(error)
+        if failure is None:
             raise error  # not a Milvus failure: a bug, let it surface with its own traceback
         logger.warning("%s", message)
-        if unavailable:
+        if issubclass(failure, KnowledgeBaseUnavailableError):
             with self._lock:  # reconnect on the next call
                 stale, self._client = self._client, None
             if stale is not None:
                 stale.close()
-            return KnowledgeBaseUnavailableError(message)
-        return KnowledgeBaseError(message)
+        return failure(message)
 
     def insert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
@@ -339,7 +391,10 @@ class CollectionStore:
                 **kw,
             ),
         )
-        return list(result[0]) if result else []
+        hits = list(result[0]) if result else []
+        for hit in hits:
+            _check_hit(hit, f"search {field} on collection {self.collection!r} at {self.display_uri}")
+        return hits
 
     def flush(self) -> None:
         self._call("flush", lambda c, **kw: c.flush(self.collection, **kw))
