@@ -12,8 +12,9 @@ label, 22 + 22 per split).
 2. **Tuning (the tune split only).** For each question the knowledge base's top hits are scored once (question–
    passage cosine and the share of the question's words found, ``pipeline/support.py``); a grid over
    ``semantic_floor``, ``semantic_full`` and ``answer_min_support`` picks the gate with the best accuracy of
-   "answer iff answerable" on the tune split, ties broken by the widest margin to the threshold. ``--no-tune``
-   keeps the settings' defaults.
+   "answer iff answerable" on the tune split; among equally accurate gates the one closest to the settings'
+   defaults wins (the defaults stand unless the tune split shows a better gate), then the widest margin between
+   the support scores and the threshold. ``--no-tune`` keeps the defaults.
 3. **Measurement (both splits, reported apart).** Every question goes through the real pipeline (``Runtime.ask``:
    retrieval, evaluation, the gate, reformulation, extractive synthesis, the answer's confidence) with the chosen
    settings; only the knowledge base is searched, nothing is remembered.
@@ -162,7 +163,7 @@ async def main() -> dict[str, Any]:
             passages[question.id] = [Passage(s.semantic or -1.0, s.coverage) for s in scored.values()]
 
         defaults = ConfidenceSettings()
-        tuned = None if args.no_tune else tune(questions, passages, defaults.coverage_weight)
+        tuned = None if args.no_tune else tune(questions, passages, defaults)
         chosen = defaults.model_copy(update=tuned["settings"]) if tuned else defaults
         settings = base.model_copy(update={"confidence": chosen})
 

@@ -36,7 +36,8 @@ _ECOSYSTEM_ENV: dict[str, tuple[str, str]] = {
 class _Group(BaseModel):
     """A settings group. Unknown keys are errors, so a misspelt RESEARCHCREW_GROUP__FIELD fails fast."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Inputs are left out of validation errors: a rejected value may be a URL with a password, or a key.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
 
 
 _MEMORY_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$")
@@ -423,6 +424,7 @@ class Settings(BaseSettings):
         env_file=None,
         extra="forbid",
         validate_default=True,
+        hide_input_in_errors=True,  # a rejected value may be a secret (see _Group)
     )
 
     data_dir: Path = Field(
