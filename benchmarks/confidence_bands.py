@@ -72,24 +72,33 @@ def support(passage: Passage, floor: float, full: float, coverage_weight: float)
     return (1 - coverage_weight) * semantic + coverage_weight * passage.coverage
 
 
-def tune(questions: Sequence[Question], passages: dict[str, list[Passage]], coverage_weight: float) -> dict[str, Any]:
-    """The gate (floor, full, threshold) with the best tune-split accuracy; ties → the widest margin."""
+def tune(questions: Sequence[Question], passages: dict[str, list[Passage]], defaults: Any) -> dict[str, Any]:
+    """The gate (floor, full, threshold) with the best tune-split accuracy; ties → closest to the defaults, then the
+    widest margin."""
     tuning = [q for q in questions if q.split == "tune"]
-    best: tuple[float, float, dict[str, float]] | None = None
-    for floor, span, threshold in itertools.product(FLOORS, SPANS, THRESHOLDS):
-        full = floor + span
+    best: tuple[float, float, float, dict[str, float]] | None = None
+    floors = sorted({*FLOORS, defaults.semantic_floor})
+    spans = sorted({*SPANS, round(defaults.semantic_full - defaults.semantic_floor, 2)})
+    thresholds = sorted({*THRESHOLDS, defaults.answer_min_support})
+    for floor, span, threshold in itertools.product(floors, spans, thresholds):
+        full = round(floor + span, 2)
         right, margin = 0, 1.0
         for question in tuning:
-            score = max((support(p, floor, full, coverage_weight) for p in passages[question.id]), default=0.0)
+            scores = [support(p, floor, full, defaults.coverage_weight) for p in passages[question.id]]
+            score = max(scores, default=0.0)
             right += (score >= threshold) == question.answerable
             margin = min(margin, abs(score - threshold))
-        accuracy = right / len(tuning)
-        candidate = (accuracy, margin, {"semantic_floor": floor, "semantic_full": round(full, 2)})
-        candidate[2]["answer_min_support"] = threshold
-        if best is None or candidate[:2] > best[:2]:
+        distance = (
+            abs(floor - defaults.semantic_floor)
+            + abs(full - defaults.semantic_full)
+            + abs(threshold - defaults.answer_min_support)
+        )
+        settings = {"semantic_floor": floor, "semantic_full": full, "answer_min_support": threshold}
+        candidate = (right / len(tuning), -round(distance, 4), margin, settings)
+        if best is None or candidate[:3] > best[:3]:
             best = candidate
     assert best is not None
-    return {"accuracy": round(best[0], 4), "margin": round(best[1], 4), "settings": best[2]}
+    return {"accuracy": round(best[0], 4), "margin": round(best[2], 4), "settings": best[3]}
 
 
 def band_of(response: Any) -> str:
