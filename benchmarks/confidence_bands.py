@@ -168,7 +168,7 @@ async def main() -> dict[str, Any]:
         passages: dict[str, list[Passage]] = {}
         for question in questions:
             hits = knowledge_base.search(question.text, top_k=base.retrieval.num_results, min_relevance=0.0)
-            scored = raw.score(question.text, [to_context_chunk(hit) for hit in hits])
+            scored = raw.score(question.text, [to_context_chunk(hit, query=question.text) for hit in hits])
             passages[question.id] = [Passage(s.semantic or -1.0, s.coverage) for s in scored.values()]
 
         defaults = ConfidenceSettings()

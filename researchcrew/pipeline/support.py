@@ -19,6 +19,12 @@ Conversation memory gets three more rules, because an earlier exchange quotes th
 * the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
   codename), except a clause that merely repeats the current question, which is not evidence of anything.
 
+Cost: the int8 model embeds one text per call, so the number of texts is what a question pays. Knowledge-base hits
+found for the question itself already carry the question–passage cosine their search computed with the same model
+(``metadata["scores"]["dense"]``) and are not embedded again; web and arXiv passages are embedded once (title and
+the first ``PASSAGE_CHARS``); of memory, only the ``MEMORY_CHUNKS`` most relevant exchanges, a few clauses and
+sentences each.
+
 ``EmbeddingSupport`` is what the assembled pipeline uses; ``relevance_support`` (each source's own relevance) is the
 fallback without a model, and what scripted test stages use. Neither raises.
 """
@@ -47,7 +53,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answer"]
-PASSAGE_CHARS = 2_000  # the model reads ~256 word pieces; more text only costs time
+PASSAGE_CHARS = 1_000  # enough for the model's view of a passage; more text only costs time
+MEMORY_CLAUSES = 3  # of an earlier question
+MEMORY_SENTENCES = 2  # of an earlier answer (its opening says what it answered)
+MEMORY_CHUNKS = 3  # the most relevant recalled exchanges are measured; the rest keep their recall relevance
 REPEAT_COSINE = 0.92  # an earlier question this close to the current one is the same question asked again
 _CACHE_SIZE = 2_048
 _ANSWER_MARK = "The answer given then:"
@@ -136,6 +145,12 @@ class EmbeddingSupport:
         owners: list[int] = []  # which chunk each text belongs to
         repeats: list[bool] = []  # texts that restate an earlier question (dropped if they repeat this one)
         fixed: dict[int, Support] = {}
+        best = [-1.0] * len(chunks)
+        memory = sorted(
+            (i for i, c in enumerate(chunks) if c.source_type == MEMORY_SOURCE_TYPE),
+            key=lambda i: -chunks[i].semantic_relevance,
+        )
+        measured_memory = set(memory[:MEMORY_CHUNKS])
         for index, chunk in enumerate(chunks):
             share = coverage(question, chunk)
             if about_conversation(chunk):
@@ -144,14 +159,23 @@ class EmbeddingSupport:
             if chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("answer_kind") in NO_ANSWER_KINDS:
                 fixed[index] = Support(0.0, None, share, "no_answer")
                 continue
+            if chunk.source_type == MEMORY_SOURCE_TYPE and index not in measured_memory:
+                fixed[index] = Support(
+                    chunk.semantic_relevance * (1 - weight) + weight * share, None, share, "source_relevance"
+                )
+                continue
+            known = _searched_cosine(chunk, question)
+            if known is not None:
+                best[index] = known
+                continue
             for text, is_question in _passages(chunk):
                 texts.append(text)
                 owners.append(index)
                 repeats.append(is_question)
-        best = [-1.0] * len(chunks)
         if texts:
-            vectors = self.embedder.embed_documents([question, *texts])
-            cosines = vectors[1:] @ vectors[0]
+            query = self.embedder.embed_query(question)
+            vectors = self.embedder.embed_documents(texts)
+            cosines = vectors @ query
             for text_index, cosine in enumerate(np.asarray(cosines, dtype=float)):
                 if repeats[text_index] and cosine >= REPEAT_COSINE:
                     continue  # the same question asked again is not evidence
@@ -180,6 +204,16 @@ class EmbeddingSupport:
             self._cache.popitem(last=False)
 
 
+def _searched_cosine(chunk: ContextChunk, question: str) -> float | None:
+    """The question–passage cosine a knowledge-base search already computed (same model), when the chunk has it
+    for this very question (a reformulated search scored it against other words)."""
+    if chunk.metadata.get("query") != question:
+        return None
+    scores = chunk.metadata.get("scores")
+    dense = scores.get("dense") if isinstance(scores, dict) else None
+    return float(dense) if isinstance(dense, int | float) and not isinstance(dense, bool) else None
+
+
 def _passages(chunk: ContextChunk) -> list[tuple[str, bool]]:
     """What of a chunk is compared with the question: the passage itself; for conversation memory, the earlier
     question clause by clause (flagged, so a mere repeat of the current question is dropped) and the earlier answer
@@ -192,8 +226,8 @@ def _passages(chunk: ContextChunk) -> list[tuple[str, bool]]:
         return [(chunk.content[:PASSAGE_CHARS], False)]
     passages = [(earlier[:PASSAGE_CHARS], True)] if earlier else []
     clauses = [clause.strip() for clause in _CLAUSE.split(earlier) if len(clause.split()) >= 3]
-    passages += [(clause, True) for clause in clauses if clause != earlier]
-    passages += [(sentence, False) for sentence in split_sentences(answer)[:12] if sentence.strip()]
+    passages += [(clause, True) for clause in clauses[:MEMORY_CLAUSES] if clause != earlier]
+    passages += [(sentence, False) for sentence in split_sentences(answer)[:MEMORY_SENTENCES] if sentence.strip()]
     return passages
 
 

@@ -80,12 +80,14 @@ class RAGTool(Tool):
             raise ToolError("bad_response", str(error)) from error
         except ModelUnavailableError as error:
             raise ToolError("not_configured", str(error)) from error
-        return [to_context_chunk(hit, tool_name=self.name) for hit in hits]
+        return [to_context_chunk(hit, tool_name=self.name, query=query) for hit in hits]
 
 
-def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name) -> ContextChunk:
-    """A search hit as evidence: relevance, citation fields, and where in the document it sits."""
+def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name, query: str | None = None) -> ContextChunk:
+    """A search hit as evidence: relevance, citation fields, and where in the document it sits. ``query`` (what
+    was searched) is kept with the scores, which are relative to it."""
     metadata: dict[str, object] = {
+        **({"query": query} if query is not None else {}),
         **hit.metadata,
         "heading": hit.heading,
         "position": hit.position,

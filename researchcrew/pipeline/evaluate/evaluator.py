@@ -241,16 +241,16 @@ class EvaluatorAgent:
         self, chunks: Sequence[ContextChunk], near_duplicates: Sequence[ContradictionRecord] = ()
     ) -> list[ContradictionRecord]:
         """Disagreements among the kept chunks: those dedup found between near-identical passages first (certain:
-        the rest of the text is the same), then the detector's, one record per pair of chunks."""
+        the rest of the text is the same), then the detector's; one record per pair of chunks and kind."""
         if len(chunks) < 2 or self.settings.max_contradictions == 0:
             return []
         found = list(near_duplicates) + detect_contradictions(
             chunks, tolerance=self.settings.numeric_tolerance, limit=self.settings.max_contradictions
         )
-        pairs: set[frozenset[str]] = set()
+        pairs: set[tuple[frozenset[str], str]] = set()
         unique: list[ContradictionRecord] = []
         for record in found:
-            pair = frozenset((record.chunk_id_a, record.chunk_id_b))
+            pair = (frozenset((record.chunk_id_a, record.chunk_id_b)), record.kind)
             if pair not in pairs:
                 pairs.add(pair)
                 unique.append(record)
