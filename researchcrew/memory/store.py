@@ -150,7 +150,10 @@ class MemoryStore:
         ``embedder`` embeds exchanges and recall queries; without one, ``get_embedder(embedding_settings)`` is
         loaded on first use (export, forget, entities and the outbox never need it).
         """
-        engine = create_engine(url)
+        try:
+            engine = create_engine(url)
+        except OSError as error:  # the SQLite file's folder cannot be created
+            raise MemoryStoreError(f"cannot open the memory store at {mask_url(url)}: {error}") from error
         try:
             await upgrade(engine)
         except (SQLAlchemyError, OSError) as error:
