@@ -107,3 +107,15 @@ async def test_the_answer_shows_both_sides_cited(tmp_path: Path) -> None:
     assert response.contradictions and response.generation_method == "multi_perspective"
     assert any(caveat.startswith("Sources disagree") for caveat in response.caveats)
     assert response.confidence_level != "high"  # a disagreement lowers confidence
+
+
+def test_a_passage_quoting_other_sentences_is_not_a_disagreement() -> None:
+    """An earlier answer quoting this passage and others (numbers in each) changes whole sentences, not one claim."""
+    passage = "Flaky tests fail without code changes. We studied 7571 flaky tests in 22 projects."
+    quoting = (
+        "Flaky tests fail without code changes. Practitioners named 4 factors: 1) test quality, 2) code, 3) tools, "
+        "4) infrastructure. We studied 7571 flaky tests in 22 projects."
+    )
+    a, b = _pair(passage, quoting, "rag", "memory")
+    assert disagreement(a, b) is None
+    assert disagreement(a, a.model_copy(update={"content": passage.replace("22 projects", "12 projects")}))

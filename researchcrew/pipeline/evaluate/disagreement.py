@@ -12,11 +12,11 @@ repeat, the two texts are aligned word by word (``difflib``) and every *aligned 
 * **negation** — a negation cue ("not", "no", "never", "n't", "fails to", ...) present in the changed words of one
   side only.
 
-Only substitutions count, not whole different sentences: within an aligned replacement the rest of the claim is the
-same, so a changed number or direction is a contradiction of that claim, not a different claim. ``disagreement``
-returns the ``ContradictionRecord`` for the pair (the sentences holding the change, what changed), and the
-Evaluator keeps both chunks and reports it (``evaluator``: the order is *disagreement check, then dedup*, so a
-disagreement always survives deduplication).
+Only short substitutions count (at most ``MAX_SUBSTITUTION`` tokens either side), not whole different sentences:
+within such a replacement the rest of the claim is the same, so a changed number or direction is a contradiction of
+that claim, not a different claim. ``disagreement`` returns the ``ContradictionRecord`` for the pair (the sentences
+holding the change, what changed), and the Evaluator keeps both chunks and reports it (``evaluator``: the order is
+*disagreement check, then dedup*, so a disagreement always survives deduplication).
 """
 
 from __future__ import annotations
@@ -52,6 +52,9 @@ _ANTONYMS = frozenset(
 )
 _NEGATING_PREFIXES = ("un", "in", "im", "ir", "il", "non", "non-", "dis")
 NEAR_DUPLICATE_CONFIDENCE = 0.8
+# Longest change (in tokens, either side) still read as "the same claim with one thing changed". Longer replaced
+# spans are other sentences (an earlier answer quoting several passages), where a number on each side means nothing.
+MAX_SUBSTITUTION = 4
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,8 @@ def _changes(a: list[str], b: list[str], tolerance: float) -> list[_Change]:
         if op == "equal":
             continue
         left, right = a[a0:a1], b[b0:b1]
+        if max(len(left), len(right)) > MAX_SUBSTITUTION:
+            continue  # a different passage, not the same claim with one thing changed
         if op == "replace":
             numbers = _numbers_differ(left, right, tolerance)
             if numbers is not None:
