@@ -127,8 +127,13 @@ def test_a_comma_separated_source_list_is_accepted(environment: dict[str, str]) 
         cli, ["ask", QUESTION, "--json"], env={**environment, "RESEARCHCREW_ENABLED_SOURCES": "rag, memory"}
     )
     assert result.exit_code == 0, result.output
-    searched = {report["source_type"] for report in json.loads(result.stdout)["source_reports"]}
+    payload = json.loads(result.stdout)
+    searched = {report["source_type"] for report in payload["source_reports"]}
     assert searched == {"rag", "memory"}
+    # What the pipeline computed reaches scripts too (issue 13, item 3).
+    assert payload["retrieval_status"] == "success"
+    assert payload["final_reason"].split(":", 1)[0] in ("confidence_too_low_clarify", "confidence_high")
+    assert {"coverage", "quality", "removals", "memory_status"} <= payload.keys()
 
 
 def test_a_milvus_password_never_reaches_the_output(environment: dict[str, str]) -> None:
