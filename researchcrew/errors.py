@@ -11,7 +11,8 @@ from typing import Literal
 
 FailureKind = Literal[
     "timeout",  # the source did not answer within its time budget
-    "http_error",  # the source answered with an HTTP error status (4xx/5xx, incl. 429 rate limits)
+    "http_error",  # the source answered with an error status: HTTP 4xx/5xx (incl. 429 rate limits), or a Milvus
+    # server's rate limit / internal error (its gRPC equivalent)
     "bad_response",  # the source answered, but with something we could not parse or trust
     "unreachable",  # no connection could be made (refused, DNS, TLS, ...)
     "not_configured",  # the source needs configuration it does not have (API key, URL, ...)
@@ -47,6 +48,22 @@ class KnowledgeBaseError(ResearchCrewError):
 
 class KnowledgeBaseUnavailableError(KnowledgeBaseError):
     """Milvus could not be reached (connection refused, timed out, server gone); retrying later may work."""
+
+
+class KnowledgeBaseTimeoutError(KnowledgeBaseUnavailableError):
+    """Milvus did not answer within ``milvus.timeout_s`` (a hung or overloaded server)."""
+
+
+class KnowledgeBaseLockedError(KnowledgeBaseUnavailableError):
+    """Another process holds the Milvus Lite file (one process per file); the message names it and what to do."""
+
+
+class KnowledgeBaseServerError(KnowledgeBaseError):
+    """Milvus answered with an error status: it is rate-limiting, or failed internally. Retrying later may work."""
+
+
+class KnowledgeBaseResponseError(KnowledgeBaseError):
+    """Milvus answered with something we cannot use: a malformed or oversized response."""
 
 
 class IngestError(ResearchCrewError):

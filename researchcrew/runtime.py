@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _NOT_BUILT: Any = object()  # a lazily built value that may legitimately be None (no LLM configured)
+# A memory store that could not be opened is tried again at most this often (by the next question after it).
+MEMORY_RETRY_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,10 @@ class Runtime:
         self._limits: SharedLimits | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
+        # Why the memory store could not be opened (None: it is open, or not needed); answers come back without
+        # memory meanwhile, and opening is tried again after MEMORY_RETRY_S.
+        self._memory_failure: str | None = None
+        self._memory_retry_at = 0.0
 
     # Resources, each opened on first use ----------------------------------------------------------------------
     def llm(self) -> BaseLLM | None:
@@ -112,7 +119,9 @@ class Runtime:
             return self._knowledge_base
 
     async def memory_store(self) -> MemoryStore:
-        """The memory store (SQLite file or PostgreSQL), migrated to the newest schema."""
+        """The memory store (SQLite file or PostgreSQL), migrated to the newest schema. Raises
+        ``MemoryStoreError`` (one line, password masked) when it cannot be opened within
+        ``memory.connect_timeout_s``, ``ConfigurationError`` when its URL or data folder is unusable."""
         async with self._lock("memory_store"):
             self._check_open()
             if self._memory_store is None:
@@ -121,6 +130,22 @@ class Runtime:
                 embedder = await self._embedder_if_loaded()
                 self._memory_store = await MemoryStore.from_settings(self.settings, embedder=embedder)
             return self._memory_store
+
+    async def _memory_store_or_none(self) -> MemoryStore | None:
+        """The memory store for the pipeline, or None when it cannot be reached. Memory being down degrades like an
+        unreachable knowledge base: the answer comes back, memory is reported as a failed source, and the answer
+        says the exchange was not remembered. Configuration mistakes still fail (they will not heal by waiting)."""
+        from researchcrew.errors import MemoryStoreError
+
+        try:
+            store = await self.memory_store()
+        except MemoryStoreError as error:
+            self._memory_failure = str(error)
+            self._memory_retry_at = time.monotonic() + MEMORY_RETRY_S
+            logger.warning("memory store unavailable, answering without memory: %s", error)
+            return None
+        self._memory_failure = None
+        return store
 
     async def zep(self) -> ZepMemory | None:
         """The Zep client when Zep is the memory backend, else None. Misconfigured Zep is a ConfigurationError."""
@@ -176,6 +201,12 @@ class Runtime:
         """The research pipeline: tools, agents and the policies between them, built once."""
         async with self._lock("stages"):
             self._check_open()
+            if (
+                self._stages is not None
+                and self._memory_failure is not None
+                and time.monotonic() >= self._memory_retry_at
+            ):
+                self._stages = None  # the memory store was down: try it again (the rest is reused as it is)
             if self._stages is None:
                 self._stages = await self._build_stages()
             return self._stages
@@ -191,9 +222,9 @@ class Runtime:
 
         needs_store = self._memory_store is None and (self.remember or self._given_tools is None)
         needs_knowledge_base = self._given_tools is None and self._knowledge_base is None
+        embedder = await asyncio.to_thread(self._load_shared_embedder)
         if needs_store or needs_knowledge_base:
-            await asyncio.to_thread(self._load_shared_embedder)
-            opening: list[Coroutine[Any, Any, object]] = [self.memory_store()] if needs_store else []
+            opening: list[Coroutine[Any, Any, object]] = [self._memory_store_or_none()] if needs_store else []
             opening += [self._connected_knowledge_base()] if needs_knowledge_base else []
             outcomes = await asyncio.gather(*opening, return_exceptions=True)
             failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
@@ -210,13 +241,21 @@ class Runtime:
                 memory_store=store,
                 zep=zep,
                 limits=self.shared_limits(),
+                memory_unavailable=self._memory_failure,
             )
         llm = self.llm()
         if self.remember and store is not None:
             from researchcrew.pipeline.remember.agent import MemoryAgent
 
             self._memory_agent = MemoryAgent(store, llm=llm, zep_outbox=await self.outbox_worker())
-        return assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=self._memory_agent)
+        return assemble_stages(
+            self.settings,
+            tools=tools,
+            llm=llm,
+            memory_agent=self._memory_agent,
+            embedder=embedder,
+            memory_unavailable=self._memory_failure if self.remember else None,
+        )
 
     # The question pipeline ------------------------------------------------------------------------------------
     async def ask(
@@ -258,10 +297,17 @@ class Runtime:
                 task.cancel()
 
     async def learned_preferences(self, user_id: str) -> UserPreferences:
-        """What the Memory stage has learned about how ``user_id`` likes answers (defaults without a store)."""
+        """What the Memory stage has learned about how ``user_id`` likes answers (defaults without a store, or
+        when the store cannot answer now: a question is never refused for want of its preferences)."""
+        from researchcrew.errors import MemoryStoreError
+
         if self._memory_store is None:
             return UserPreferences()
-        return (await self._memory_store.get_preferences(user_id=user_id)).preferences
+        try:
+            return (await self._memory_store.get_preferences(user_id=user_id)).preferences
+        except MemoryStoreError as error:
+            logger.warning("learned preferences of %s unavailable, using defaults: %s", user_id, error)
+            return UserPreferences()
 
     async def flush_memory(self, timeout_s: float | None = 10.0) -> bool:
         """Wait until the memory work of the answers given so far has finished. False if ``timeout_s`` passed

@@ -11,12 +11,16 @@ Environment variables use the prefix ``RESEARCHCREW_`` and ``__`` between group 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from researchcrew.redaction import mask_url
 
 BUILTIN_SOURCE_TYPES: tuple[str, ...] = ("rag", "web", "arxiv", "memory")
 
@@ -32,7 +36,40 @@ _ECOSYSTEM_ENV: dict[str, tuple[str, str]] = {
 class _Group(BaseModel):
     """A settings group. Unknown keys are errors, so a misspelt RESEARCHCREW_GROUP__FIELD fails fast."""
 
-    model_config = ConfigDict(extra="forbid")
+    # Inputs are left out of validation errors: a rejected value may be a URL with a password, or a key.
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+
+
+_MEMORY_URL = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*)://(?P<rest>.*)$")
+MEMORY_URL_EXAMPLES = "sqlite+aiosqlite:////path/to/memory.db or postgresql+asyncpg://user@host:5432/db"
+
+
+def check_memory_url(url: str) -> str:
+    """A memory-store URL the async engine can open: SQLite through aiosqlite or PostgreSQL through asyncpg, with
+    a database named. Raises ``ValueError`` (password masked) naming what is wrong and a valid example."""
+    shown = mask_url(url)
+    match = _MEMORY_URL.match(url.strip())
+    if match is None:
+        raise ValueError(f"{shown!r} is not a database URL; use {MEMORY_URL_EXAMPLES}")
+    scheme, rest = match["scheme"].lower(), match["rest"]
+    backend, _, driver = scheme.partition("+")
+    if backend in ("postgres", "postgresql"):
+        if driver != "asyncpg":
+            raise ValueError(
+                f"{shown!r} names {'no driver' if not driver else f'the driver {driver!r}'}; the memory store needs "
+                "the async asyncpg driver: postgresql+asyncpg://user@host:5432/db"
+            )
+        if not rest.split("?", 1)[0].strip("/"):
+            raise ValueError(f"{shown!r} names no server or database; e.g. postgresql+asyncpg://user@localhost/memory")
+        return url
+    if backend == "sqlite":
+        if driver != "aiosqlite":
+            raise ValueError(
+                f"{shown!r} names {'no driver' if not driver else f'the driver {driver!r}'}; the memory store needs "
+                "the async aiosqlite driver: sqlite+aiosqlite:////path/to/memory.db"
+            )
+        return url  # sqlite+aiosqlite:// alone is an in-memory database (tests use it)
+    raise ValueError(f"the memory store supports SQLite and PostgreSQL, not {backend!r}; use {MEMORY_URL_EXAMPLES}")
 
 
 def default_model_cache_dir() -> Path:
@@ -128,6 +165,13 @@ class FirecrawlSettings(_Group):
         "it is set (batch workers, API processes), else per process. None: no cap (Firecrawl's own plan limits "
         "apply).",
     )
+    max_response_mb: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description="Largest response accepted from this service, in MB; a larger one is refused (reported as "
+        "bad_response) instead of being read into memory.",
+    )
 
 
 class ArxivSettings(_Group):
@@ -145,6 +189,13 @@ class ArxivSettings(_Group):
     cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
     num_retries: int = Field(default=1, ge=0, le=5, description="Retries the `arxiv` client makes on a failed page.")
     timeout_s: float = Field(default=7.0, gt=0, le=120, description="Timeout for one arXiv HTTP request, in seconds.")
+    max_response_mb: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description="Largest response accepted from this service, in MB; a larger one is refused (reported as "
+        "bad_response) instead of being read into memory.",
+    )
 
 
 class ZepSettings(_Group):
@@ -154,6 +205,13 @@ class ZepSettings(_Group):
         description="Zep server base URL (e.g. http://localhost:8000); also ZEP_API_URL. Needed for self-hosted Zep.",
     )
     timeout_s: float = Field(default=5.0, gt=0, description="Timeout for one Zep call, in seconds.")
+    max_response_mb: float = Field(
+        default=32.0,
+        gt=0,
+        le=1024,
+        description="Largest response accepted from this service, in MB; a larger one is refused (reported as "
+        "bad_response) instead of being read into memory.",
+    )
 
 
 class LLMSettings(_Group):
@@ -212,6 +270,25 @@ class MemorySettings(_Group):
         "directory. PostgreSQL: `postgresql+asyncpg://user@host/db`.",
     )
     recall_min_relevance: float = Field(default=0.35, ge=0, le=1, description="Recall below this is not returned.")
+    connect_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=120,
+        description="How long opening the memory store may take before it counts as unreachable (answers then come "
+        "back without memory, and opening is tried again later).",
+    )
+    lexical_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Weight of the lexical (BM25) side in hybrid recall of the built-in store; the dense side gets "
+        "the rest. An exact token the user said before (a codename, an id) is found by the lexical side.",
+    )
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver_url(cls, value: str | None) -> str | None:
+        return None if value is None else check_memory_url(value)
 
 
 def _default_reputations() -> dict[str, float]:
@@ -353,6 +430,75 @@ class JobsSettings(_Group):
     )
 
 
+class ConfidenceSettings(_Group):
+    """How sure an answer is, and when not to answer (seed 001's confidence bands; issue 13).
+
+    Every piece of evidence gets a *support* score: how well it matches the question asked, measured the same way
+    for every source (the question and the passage embedded by the shared model, not the source's own score, which
+    for web and arXiv is only a rank) — ``semantic`` = the cosine mapped linearly from ``semantic_floor`` (0) to
+    ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
+    (``coverage_weight``). Before writing, the best support decides: at least ``answer_min_support`` → answer;
+    below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
+    confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band
+    comes from ``high`` / ``medium`` / ``low``. ``benchmarks/confidence_bands.py`` measured these defaults on a
+    labelled question set (tuned on one half, reported on the other).
+    """
+
+    high: float = Field(default=0.80, ge=0, le=1, description="Confidence at or above this is high (seed 001).")
+    medium: float = Field(default=0.70, ge=0, le=1, description="At or above this (below high): medium, caveated.")
+    low: float = Field(
+        default=0.50, ge=0, le=1, description="At or above this (below medium): low, a partial answer; below: too low."
+    )
+    answer_min_support: float = Field(
+        default=0.45,
+        ge=0,
+        le=1,
+        description="The best evidence must support the question at least this much to be answered from; below it "
+        "the search is reformulated, then the uncertainty answer is given.",
+    )
+    reformulate_min_support: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="Below this the best evidence is off-topic and rewording the search will not help: the "
+        "uncertainty answer is given at once (between this and answer_min_support the search is reformulated).",
+    )
+    semantic_floor: float = Field(
+        default=0.35, ge=-1, le=1, description="Question–passage cosine that counts as no match at all (support 0)."
+    )
+    semantic_full: float = Field(
+        default=0.65, ge=-1, le=1, description="Question–passage cosine that counts as a full match (support 1)."
+    )
+    coverage_weight: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Weight of the question's content words found in the passage, beside the semantic match.",
+    )
+    support_weight: float = Field(
+        default=0.7,
+        ge=0,
+        le=1,
+        description="Weight of the cited evidence's support in an answer's confidence; the rest is its quality "
+        "(reputation, recency, relevance as the Evaluator scored it).",
+    )
+    conversation_support: float = Field(
+        default=0.85,
+        ge=0,
+        le=1,
+        description="Support of recalled exchanges for a question about the conversation itself ('what did I ask "
+        "before?'): they are exactly what was asked for.",
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ConfidenceSettings:
+        if not self.low <= self.medium <= self.high:
+            raise ValueError(f"bands must be ordered low <= medium <= high, got {self.low}, {self.medium}, {self.high}")
+        if self.semantic_full <= self.semantic_floor:
+            raise ValueError("semantic_full must be greater than semantic_floor")
+        return self
+
+
 class ServiceSettings(_Group):
     host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
@@ -367,15 +513,17 @@ class Settings(BaseSettings):
         env_file=None,
         extra="forbid",
         validate_default=True,
+        hide_input_in_errors=True,  # a rejected value may be a secret (see _Group)
     )
 
     data_dir: Path = Field(
         default_factory=default_data_dir,
         description="Where all local state lives: the Milvus Lite file, the SQLite memory, model caches.",
     )
-    enabled_sources: list[str] = Field(
+    enabled_sources: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: list(BUILTIN_SOURCE_TYPES),
-        description="Source types the Retriever calls by default.",
+        description="Source types the Retriever calls by default, out of rag, web, arxiv, memory. In the environment "
+        'a comma-separated list (`rag,memory`) or a JSON list (`["rag", "memory"]`).',
     )
     milvus: MilvusSettings = Field(default_factory=MilvusSettings, description="Knowledge-base store.")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings, description="Embedding model.")
@@ -391,6 +539,53 @@ class Settings(BaseSettings):
     evaluation: EvaluationSettings = Field(
         default_factory=EvaluationSettings, description="Evidence scoring, deduplication, contradictions."
     )
+    confidence: ConfidenceSettings = Field(
+        default_factory=ConfidenceSettings, description="Confidence bands and when not to answer (seed 001)."
+    )
+
+    @field_validator("enabled_sources", mode="before")
+    @classmethod
+    def _parse_sources(cls, value: Any) -> Any:
+        """`rag,memory` or `["rag", "memory"]` from the environment; a list from code."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    value = json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"not a JSON list ({error.msg}); write e.g. rag,memory") from None
+            else:
+                value = [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("enabled_sources")
+    @classmethod
+    def _known_sources(cls, value: list[str]) -> list[str]:
+        names = [name.strip().lower() for name in value]
+        unknown = [name for name in names if name not in BUILTIN_SOURCE_TYPES]
+        if unknown:
+            known = ", ".join(BUILTIN_SOURCE_TYPES)
+            raise ValueError(
+                f"unknown source type(s) {', '.join(map(repr, unknown))}; choose from {known} (e.g. rag,arxiv); "
+                "custom sources are passed as tools, not named here"
+            )
+        if not names:
+            raise ValueError(f"no source is enabled; name at least one of {', '.join(BUILTIN_SOURCE_TYPES)} (e.g. rag)")
+        return list(dict.fromkeys(names))
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_is_a_folder(cls, value: Path) -> Path:
+        path = value.expanduser()
+        for candidate in (path, *path.parents):
+            if candidate.exists():
+                if not candidate.is_dir():
+                    raise ValueError(
+                        f"{candidate} is a file, not a folder; point RESEARCHCREW_DATA_DIR at a folder (it is created "
+                        "if missing), e.g. ~/.local/share/researchcrew"
+                    )
+                break
+        return path
 
     @model_validator(mode="before")
     @classmethod
@@ -427,6 +622,15 @@ class Settings(BaseSettings):
         return self.embedding.cache_dir or default_model_cache_dir()
 
     def ensure_data_dir(self) -> Path:
-        """Create the data directory if needed and return it."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        """Create the data directory if needed and return it. A path that cannot be a folder (a file is in the way,
+        no permission) is a ``ConfigurationError`` naming RESEARCHCREW_DATA_DIR."""
+        from researchcrew.errors import ConfigurationError
+
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigurationError(
+                f"RESEARCHCREW_DATA_DIR {self.data_dir} cannot be used as the data folder ({error.strerror or error}); "
+                "point it at a folder you can write, e.g. ~/.local/share/researchcrew"
+            ) from error
         return self.data_dir

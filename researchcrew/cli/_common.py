@@ -16,17 +16,39 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment; a bad value ends the command with one clear line, not a traceback."""
-    from pydantic import ValidationError
+CONFIGURATION_EXIT_CODE = 2
 
+
+class ConfigurationProblem(click.ClickException):
+    """A setting is wrong: one line naming it, what is wrong and a valid example; exit code 2."""
+
+    exit_code = CONFIGURATION_EXIT_CODE
+
+
+def setting_name(location: tuple[Any, ...]) -> str:
+    """The environment variable of a settings field: ("memory", "database_url") → RESEARCHCREW_MEMORY__DATABASE_URL."""
+    parts = [str(part) for part in location if not isinstance(part, int)]
+    return "RESEARCHCREW_" + "__".join(part.upper() for part in parts) if parts else "the settings"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Settings from the environment; a bad value ends the command with one clear line (exit code 2), not a
+    traceback."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from researchcrew.redaction import redact
     from researchcrew.settings import Settings
 
     try:
         return Settings(**{key: value for key, value in overrides.items() if value is not None})
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise click.ClickException(f"invalid settings: {problems}") from error
+        problems = "; ".join(
+            f"{setting_name(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in error.errors()
+        )
+        raise ConfigurationProblem(redact(f"invalid setting {problems}")) from error
+    except SettingsError as error:  # a value the settings source could not even parse (e.g. malformed JSON)
+        raise ConfigurationProblem(redact(f"invalid setting: {error}; see `researchcrew --help`")) from error
 
 
 def with_runtime(
@@ -36,7 +58,8 @@ def with_runtime(
     opened (``kb stats`` never starts the memory store or imports crewAI). An error researchcrew raises on purpose
     ends the command in one line (plus ``hint``), not a traceback."""
     settings = settings or load_settings()
-    from researchcrew.errors import ResearchCrewError
+    from researchcrew.errors import ConfigurationError, ResearchCrewError
+    from researchcrew.redaction import redact
     from researchcrew.runtime import open_runtime
 
     async def run() -> T:
@@ -45,8 +68,10 @@ def with_runtime(
 
     try:
         return asyncio.run(run())
+    except ConfigurationError as error:
+        raise ConfigurationProblem(redact(f"{error}{hint}")) from error
     except ResearchCrewError as error:
-        raise click.ClickException(f"{error}{hint}") from error
+        raise click.ClickException(redact(f"{error}{hint}")) from error
 
 
 def echo_json(payload: Any) -> None:

@@ -4,6 +4,7 @@ source did (used, or failed and why). ``--json`` prints the whole FinalResponse 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import click
@@ -97,6 +98,8 @@ def ask(
         # Each failed source is logged as a warning, and the answer lists it under "Sources searched:" with its reason;
         # without -v, say it once, in the answer.
         logging.getLogger("researchcrew.tools").setLevel(logging.ERROR)
+        # A knowledge base or memory store that cannot be opened is reported in the answer the same way.
+        logging.getLogger("researchcrew.runtime").setLevel(logging.ERROR)
 
     async def research(runtime: Runtime) -> FinalResponse:
         return await runtime.ask(request)
@@ -135,7 +138,10 @@ def render_answer(response: FinalResponse) -> str:
         header += f" · {label}"
     if response.partial:
         header += " · partial (time limit reached)"
-    lines += [header, "", response.answer.strip(), ""]
+    lines += [header]
+    if response.final_reason:
+        lines.append(f"Why: {response.final_reason}")
+    lines += ["", response.answer.strip(), ""]
     if response.citations:
         lines.append("Sources:")
         lines += [f"  {_source_line(citation)}" for citation in response.citations]
@@ -150,6 +156,15 @@ def render_answer(response: FinalResponse) -> str:
             else:
                 state = f"used, {report.chunk_count} result(s) in {report.latency_ms:.0f} ms"
             lines.append(f"  {report.source_type:<8} {state}")
+    if response.quality is not None and response.quality.original_chunk_count:
+        quality = response.quality
+        reasons = Counter(removal.reason.replace("_", " ") for removal in response.removals)
+        removed = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
+        lines.append(
+            f"Evidence: {quality.original_chunk_count} found, {quality.filtered_chunk_count} kept"
+            + (f" ({removed} removed)" if removed else "")
+            + (f"; retrieval {response.retrieval_status}" if response.retrieval_status else "")
+        )
     from researchcrew.pipeline.responses import source_caveats
 
     already_shown = set(source_caveats(response.source_reports))  # failures are listed under "Sources searched"

@@ -8,6 +8,9 @@ or model failed); problems with single files are listed and the rest is ingested
 from __future__ import annotations
 
 import asyncio
+import sys
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
@@ -80,6 +83,10 @@ def ingest(
     except FieldMapError as error:
         raise click.BadParameter(str(error), param_hint="--field") from error
 
+    show = not (no_progress or as_json)
+    # On a terminal a progress bar; in a log file or a pipe plain lines, at most one every PROGRESS_EVERY_S.
+    progress: bool | Callable[[int, int, int], None] = show and (sys.stderr.isatty() or _PlainProgress())
+
     async def load(runtime: Runtime) -> IngestReport:
         knowledge_base = await runtime.knowledge_base()
         report: IngestReport = await asyncio.to_thread(
@@ -87,7 +94,7 @@ def ingest(
             targets,
             field_map=field_map,
             batch_size=batch_size,
-            progress=not (no_progress or as_json),
+            progress=progress,
             remove_missing=not keep_missing,
         )
         return report
@@ -99,6 +106,24 @@ def ingest(
         click.echo(render_report(report))
     if not report.succeeded:
         raise SystemExit(1)
+
+
+PROGRESS_EVERY_S = 10.0
+
+
+class _PlainProgress:
+    """Progress as plain lines on stderr (no carriage returns): one when work starts, then at most one every
+    ``PROGRESS_EVERY_S``, and one at the end."""
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+
+    def __call__(self, done: int, total: int, chunks: int) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < PROGRESS_EVERY_S and done < total:
+            return
+        self._last = now
+        click.echo(f"ingesting: {done}/{total} documents, {chunks} chunks", err=True)
 
 
 def render_report(report: IngestReport) -> str:

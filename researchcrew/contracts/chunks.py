@@ -9,6 +9,7 @@ from pydantic import Field, computed_field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.errors import FailureKind
+from researchcrew.redaction import redact
 
 # Conversation memory's source type: second-hand evidence (earlier answers), cited and quoted differently.
 MEMORY_SOURCE_TYPE = "memory"
@@ -55,12 +56,30 @@ class ContextChunk(Contract):
 SourceStatus = Literal["success", "empty", "failed", "skipped"]
 
 
+MAX_FAILURE_MESSAGE_CHARS = 4_000
+
+
 class SourceFailure(Contract):
     """Why a source produced no usable results."""
 
     kind: FailureKind = Field(description="What went wrong, as a closed set of kinds.")
-    message: str = Field(max_length=4_000, description="A human-readable reason, safe to show to a user.")
+    message: str = Field(
+        max_length=MAX_FAILURE_MESSAGE_CHARS,
+        description="A human-readable reason, safe to show to a user: credentials in it (a URL's password, a "
+        "token parameter, an Authorization value) are masked, and it is cut to 4,000 characters.",
+    )
     status_code: int | None = Field(default=None, ge=100, le=599, description="HTTP status, when there was one.")
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _safe_message(cls, value: Any) -> Any:
+        """Whatever a driver put into the message, no credential leaves with it (see ``researchcrew.redaction``)."""
+        if not isinstance(value, str):
+            return value
+        safe = redact(value)
+        if len(safe) > MAX_FAILURE_MESSAGE_CHARS:
+            safe = safe[: MAX_FAILURE_MESSAGE_CHARS - 1] + "…"
+        return safe
 
 
 class SourceReport(Contract):

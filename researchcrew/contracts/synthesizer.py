@@ -11,10 +11,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from researchcrew.contracts._base import Contract, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.contracts.chunks import SourceReport
-from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContext
+from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContext, QualityStatistics, RemovalReason
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
+from researchcrew.contracts.retriever import RetrievalStatus
 
 ConfidenceLevel = Literal["high", "medium", "low", "insufficient"]
+MemoryWriteStatus = Literal["scheduled", "not_remembered", "unavailable"]  # FinalResponse.memory_status (issue 13)
 GenerationMethod = Literal["standard", "multi_perspective"]
 AnswerKind = Literal["generated", "extractive", "uncertainty", "refusal"]
 
@@ -195,6 +197,42 @@ class FinalResponse(Contract):
     reformulations: list[str] = Field(default_factory=list, description="Reformulated queries that were tried.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When answered (UTC).")
     execution_time_ms: NonNegativeMs = Field(default=0.0, description="Wall time of the whole run.")
+
+    # ---- Issue 13, "Trust under pressure": why this confidence, and what the pipeline measured on the way ------
+    # (kept together in this block; the fields are filled by the Flow, see pipeline/flow.py ``_finalize``)
+    final_reason: str = Field(
+        default="",
+        max_length=500,
+        description="One line saying why the answer has its confidence level, starting with the seed-001 band code "
+        "(confidence_high, confidence_medium_caveated, confidence_low_partial, confidence_too_low_clarify) or "
+        "`refused`, e.g. 'confidence_high: 4 cited passages from rag, arxiv address the question (support 0.86)'.",
+    )
+    coverage: CoverageMetrics | None = Field(
+        default=None,
+        description="How well the evidence covers the question (seed 003 CoverageMetrics): topics addressed by the "
+        "cited evidence, source diversity, completeness. None when nothing was researched (a refusal).",
+    )
+    quality: QualityStatistics | None = Field(
+        default=None,
+        description="The Evaluator's counts and score distribution over the evidence found (seed 003 "
+        "QualityStatistics). None when nothing was evaluated.",
+    )
+    removals: list[RemovalReason] = Field(
+        default_factory=list,
+        description="Why each piece of evidence that was found but not used was removed (below the quality "
+        "threshold, a duplicate, empty, invalid), with its score.",
+    )
+    retrieval_status: RetrievalStatus | None = Field(
+        default=None,
+        description="success: every selected source answered; partial: some failed (see source_reports); failed: "
+        "none answered. None when nothing was searched (a refusal).",
+    )
+    memory_status: MemoryWriteStatus = Field(
+        default="not_remembered",
+        description="scheduled: this exchange is being stored in memory in the background; not_remembered: nothing "
+        "is stored by design (memory off, or a refused question); unavailable: the memory store could not be "
+        "reached, so this exchange was not remembered (a caveat says why).",
+    )
 
 
 class CoverageMetrics(Contract):

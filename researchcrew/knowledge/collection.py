@@ -362,7 +362,7 @@ class KnowledgeBase:
             chunks=len(rows),
             incomplete_documents=incomplete,
             collection=self.store.collection,
-            uri=self.store.uri,
+            uri=self.store.display_uri,
             embedding_model=str(recorded.get("embedding_model", self.model_name)),
             dimension=recorded.get("dimension"),
             sources=dict(sorted(sources.items())),
@@ -417,7 +417,7 @@ class KnowledgeBase:
         self.close()
 
     def __repr__(self) -> str:
-        return f"KnowledgeBase(uri={self.store.uri!r}, collection={self.store.collection!r})"
+        return f"KnowledgeBase(uri={self.store.display_uri!r}, collection={self.store.collection!r})"
 
 
 @dataclass

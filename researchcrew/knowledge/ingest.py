@@ -109,7 +109,8 @@ def ingest_paths(
     """Ingest files, folders (recursive) and globs into ``kb``; see the module docstring for what is done.
 
     ``field_map`` maps JSONL fields (``{"id": "_id", "text": "body"}`` or ``["id=_id", "text=body"]``).
-    ``progress``: ``True`` shows a progress bar on stderr, ``False`` nothing, a callable is called with
+    ``progress``: ``True`` shows a progress bar on stderr when it is a terminal (nothing otherwise: a bar's
+    carriage-return frames do not belong in log files), ``False`` nothing, a callable is called with
     (documents done, documents to add, chunks added). Raises for usage mistakes (a bad field mapping, a batch
     size below 1) and ``KnowledgeBaseError`` when the store cannot be read at all; everything about the input, and a
     store or model failure part-way, is reported in the returned ``IngestReport``.
@@ -196,9 +197,16 @@ def keys_of_file(sorted_keys: Sequence[str], key: str) -> list[str]:
     return found
 
 
+def _interactive() -> bool:
+    """Whether stderr is a terminal: a progress bar redraws itself with carriage returns, which in a log file or a
+    pipe become thousands of garbled frames, so it is only drawn on a terminal."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
 def _reading(files: list[Path], progress: bool | ProgressCallback) -> Iterable[Path]:
     """The files, with a transient "reading" bar when there are several to read (PDF folders take a while)."""
-    if progress is not True or len(files) < 2:
+    if progress is not True or len(files) < 2 or not _interactive():
         return files
     from tqdm import tqdm
 
@@ -271,7 +279,7 @@ class _Progress:
         self._started = time.perf_counter()
         self._total = total
         self._chunks = 0
-        if progress is True and total:
+        if progress is True and total and _interactive():
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="doc", desc="ingesting", file=sys.stderr, dynamic_ncols=True)

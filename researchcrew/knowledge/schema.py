@@ -59,6 +59,8 @@ _LIMITS = {
     SEARCH_TEXT: 65535,
 }
 
+TEXT_LIMIT = _LIMITS[TEXT]  # bytes: a longer text in a result is not something Milvus can have stored
+
 # Fields a search returns (never the vectors: they are large and nobody downstream needs them).
 OUTPUT_FIELDS = [CHUNK_ID, DOC_ID, SOURCE_KEY, SOURCE, TITLE, URL, HEADING, TEXT, DATE, POSITION, CHUNK_COUNT, METADATA]
 

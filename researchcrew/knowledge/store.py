@@ -17,9 +17,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseUnavailableError
+from researchcrew.errors import (
+    KnowledgeBaseError,
+    KnowledgeBaseLockedError,
+    KnowledgeBaseResponseError,
+    KnowledgeBaseServerError,
+    KnowledgeBaseTimeoutError,
+    KnowledgeBaseUnavailableError,
+)
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.analysis import ANALYZER_VERSION
+from researchcrew.knowledge.lite_lock import lite_lock_holder, locked_message
+from researchcrew.redaction import mask_url, redact
 from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -41,7 +50,17 @@ class _LiteUnimplementedCallFilter(logging.Filter):
         return not (isinstance(error, NotImplementedError) and "AllocTimestamp" in frame_names)
 
 
+class _LiteLockedFilter(logging.Filter):
+    """milvus-lite logs a traceback when another process holds the file; the store reports that itself, in one line
+    naming the process (``lite_lock``), so the traceback is dropped. Other start-up failures still show."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return type(error).__name__ != "DataDirLockedError"
+
+
 logging.getLogger("grpc._server").addFilter(_LiteUnimplementedCallFilter())
+logging.getLogger("milvus_lite.server_manager").addFilter(_LiteLockedFilter())
 
 T = TypeVar("T")
 
@@ -63,7 +82,62 @@ def _skip_per_character_string_check() -> None:
 
 
 _PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
-_UNAVAILABLE_HINTS = ("unavailable", "connect", "deadline", "timed out", "timeout", "refused", "closed channel")
+_RATE_LIMITED_CODE = 8  # pymilvus ErrorCode.RATE_LIMIT (common_pb2.RateLimit)
+_SERVER_ERROR_CODES = frozenset({65535})  # Milvus' "unexpected error" status
+_UNAVAILABLE_HINTS = ("unavailable", "connect", "refused", "closed channel")
+
+
+def failure_class(error: BaseException) -> type[KnowledgeBaseError] | None:
+    """What a pymilvus/gRPC failure means for a caller; None when it is not one (a bug):
+
+    * rate limited (Milvus status 8, or gRPC RESOURCE_EXHAUSTED) or an internal server error (status 65535, gRPC
+      INTERNAL/UNKNOWN) → ``KnowledgeBaseServerError`` (the service answered with an error status);
+    * a response over the client's message limit (RESOURCE_EXHAUSTED "larger than max") →
+      ``KnowledgeBaseResponseError``;
+    * a deadline passed → ``KnowledgeBaseTimeoutError``; unreachable → ``KnowledgeBaseUnavailableError``;
+    * anything else Milvus refused → ``KnowledgeBaseError``.
+    """
+    import grpc
+    from pymilvus import MilvusException
+
+    if isinstance(error, grpc.RpcError):
+        code: Any = error.code() if callable(getattr(error, "code", None)) else None
+        text = str(error).lower()
+    elif isinstance(error, MilvusException):
+        code, text = error.code, str(error).lower()
+    elif isinstance(error, TimeoutError):
+        return KnowledgeBaseTimeoutError
+    elif isinstance(error, ConnectionError | OSError):
+        return KnowledgeBaseUnavailableError
+    else:
+        return None
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than" in text:
+        return KnowledgeBaseResponseError
+    if code in (_RATE_LIMITED_CODE, grpc.StatusCode.RESOURCE_EXHAUSTED) or "rate limit" in text:
+        return KnowledgeBaseServerError
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED or "deadline exceeded" in text:
+        return KnowledgeBaseTimeoutError
+    if code in (grpc.StatusCode.UNAVAILABLE, 2) or any(hint in text for hint in _UNAVAILABLE_HINTS):
+        return KnowledgeBaseUnavailableError
+    if code in _SERVER_ERROR_CODES or code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+        return KnowledgeBaseServerError
+    return KnowledgeBaseError
+
+
+def _check_hit(hit: Any, where: str) -> None:
+    """A search hit must be what Milvus sends: a mapping with a primary key, a numeric distance and text within
+    the field's limit. Anything else is a malformed (or oversized) response, reported as such, not a crash."""
+    try:
+        distance = hit["distance"]
+        key = hit[schema.PK]
+        text = hit.get(schema.TEXT, "")
+    except (KeyError, TypeError, AttributeError) as error:
+        raise KnowledgeBaseResponseError(f"{where}: malformed result ({type(error).__name__}: {error})") from error
+    if isinstance(distance, bool) or not isinstance(distance, int | float) or not isinstance(key, str | int):
+        raise KnowledgeBaseResponseError(f"{where}: malformed result (distance {distance!r}, key {key!r})")
+    if not isinstance(text, str) or len(text.encode()) > schema.TEXT_LIMIT:
+        size = len(text) if isinstance(text, str) else type(text).__name__
+        raise KnowledgeBaseResponseError(f"{where}: oversized or malformed text in a result ({size} characters)")
 
 
 class CollectionStore:
@@ -71,6 +145,7 @@ class CollectionStore:
 
     def __init__(self, settings: Settings, *, dimension: Callable[[], int], model_name: str) -> None:
         self.uri = settings.milvus_uri
+        self.display_uri = mask_url(self.uri)  # what messages and statistics show: never a password
         self.collection = settings.milvus.collection
         self.lite = schema.is_lite(self.uri)
         self._settings = settings
@@ -98,10 +173,13 @@ class CollectionStore:
         milvus = self._settings.milvus
         if self.lite:
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self._refuse_if_locked()
         token = milvus.token.get_secret_value() if milvus.token else ""
         try:
             client = MilvusClient(uri=self.uri, token=token, db_name=milvus.db_name or "", timeout=milvus.timeout_s)
         except Exception as error:  # pymilvus raises MilvusException, grpc errors or ConnectionConfigException
+            if self.lite:
+                self._refuse_if_locked()  # taken between our check and the connect: say so, not "open failed"
             raise self._translate("connect", error) from error
         try:
             self._ensure_collection(client)
@@ -110,12 +188,18 @@ class CollectionStore:
             raise
         return client
 
+    def _refuse_if_locked(self) -> None:
+        """Milvus Lite is one process per file: when another process holds it, say which, in one line."""
+        holder = lite_lock_holder(Path(self.uri).expanduser())
+        if holder is not None:
+            raise KnowledgeBaseLockedError(locked_message(self.display_uri, holder))
+
     def _ensure_collection(self, client: Any) -> None:
         timeout = self._settings.milvus.timeout_s
         try:
             if not client.has_collection(self.collection, timeout=timeout):
                 dimension = self._dimension()
-                logger.info("creating collection %s at %s (dimension %d)", self.collection, self.uri, dimension)
+                logger.info("creating collection %s at %s (dimension %d)", self.collection, self.display_uri, dimension)
                 client.create_collection(
                     self.collection,
                     schema=schema.build_schema(dimension),
@@ -147,8 +231,8 @@ class CollectionStore:
         recorded = self.recorded
         if schema.SEARCH_TEXT not in names or recorded.get("researchcrew_schema") != schema.SCHEMA_VERSION:
             raise KnowledgeBaseError(
-                f"collection {self.collection!r} at {self.uri} was not created by this version of researchcrew; "
-                "choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
+                f"collection {self.collection!r} at {self.display_uri} was not created by this version of "
+                "researchcrew; choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
             )
         if recorded.get("embedding_model") != self._model_name:
             raise KnowledgeBaseError(
@@ -204,33 +288,26 @@ class CollectionStore:
             raise self._translate(operation, error) from error
 
     def _translate(self, operation: str, error: Exception) -> KnowledgeBaseError:
-        """Name the failure; a dead or unreachable server becomes ``KnowledgeBaseUnavailableError``."""
-        import grpc
-        from pymilvus import MilvusException
+        """Name the failure by what it means for a caller (``failure_class``); an unreachable or timed-out server is
+        dropped so that the next call reconnects."""
         from pymilvus.exceptions import ConnectionConfigException
 
-        message = f"{operation} on collection {self.collection!r} at {self.uri} failed: {error}"
-        unavailable = False
-        if isinstance(error, grpc.RpcError):
-            code = error.code() if callable(getattr(error, "code", None)) else None
-            unavailable = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
-        elif isinstance(error, ConnectionConfigException):
+        secrets = [self._settings.milvus.token.get_secret_value()] if self._settings.milvus.token else []
+        message = redact(
+            f"{operation} on collection {self.collection!r} at {self.display_uri} failed: {error}", secrets
+        )
+        if isinstance(error, ConnectionConfigException):
             return KnowledgeBaseError(message)
-        elif isinstance(error, MilvusException):
-            text = str(error).lower()
-            unavailable = error.code == 2 or any(hint in text for hint in _UNAVAILABLE_HINTS)
-        elif isinstance(error, TimeoutError | ConnectionError | OSError):
-            unavailable = True
-        else:
+        failure = failure_class(error)
+        if failure is None:
             raise error  # not a Milvus failure: a bug, let it surface with its own traceback
         logger.warning("%s", message)
-        if unavailable:
+        if issubclass(failure, KnowledgeBaseUnavailableError):
             with self._lock:  # reconnect on the next call
                 stale, self._client = self._client, None
             if stale is not None:
                 stale.close()
-            return KnowledgeBaseUnavailableError(message)
-        return KnowledgeBaseError(message)
+        return failure(message)
 
     def insert(self, rows: list[dict[str, Any]]) -> None:
         if rows:
@@ -314,7 +391,10 @@ class CollectionStore:
                 **kw,
             ),
         )
-        return list(result[0]) if result else []
+        hits = list(result[0]) if result else []
+        for hit in hits:
+            _check_hit(hit, f"search {field} on collection {self.collection!r} at {self.display_uri}")
+        return hits
 
     def flush(self) -> None:
         self._call("flush", lambda c, **kw: c.flush(self.collection, **kw))

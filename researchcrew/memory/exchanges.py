@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
 from researchcrew.memory.models import ExchangeRow, MessageRow, UserStateRow
-from researchcrew.memory.recall import CacheState, VectorDelta
+from researchcrew.memory.recall import CacheState, Row, VectorDelta
 from researchcrew.memory.records import ExchangeRecord
 
 _EXCHANGE: Any = ExchangeRow.__table__
@@ -96,10 +96,29 @@ def vector_delta(connection: Connection, user_id: str, known: CacheState | None)
     return VectorDelta(full=True, rows=_vector_rows(connection, user_id, after_id=0), version=None)
 
 
-def _vector_rows(connection: Connection, user_id: str, *, after_id: int) -> list[tuple[int, str, bytes | None]]:
+LEXICAL_ANSWER_CHARS = 2_000  # the lexical side of recall reads the question and the answer's opening
+
+
+def _vector_rows(connection: Connection, user_id: str, *, after_id: int) -> list[Row]:
+    """(id, session, embedding, text) of the user's exchanges after ``after_id``: what recall indexes, dense and
+    lexical (the text is the question and the answer's opening)."""
     stmt = (
-        select(_EXCHANGE.c.id, _EXCHANGE.c.session_id, _EXCHANGE.c.embedding)
+        select(
+            _EXCHANGE.c.id,
+            _EXCHANGE.c.session_id,
+            _EXCHANGE.c.embedding,
+            _USER_MSG.content,
+            func.substr(_ASSISTANT_MSG.content, 1, LEXICAL_ANSWER_CHARS),
+        )
+        .select_from(_EXCHANGE)
+        .outerjoin(_USER_MSG, and_(_USER_MSG.exchange_id == _EXCHANGE.c.id, _USER_MSG.role == "user"))
+        .outerjoin(
+            _ASSISTANT_MSG, and_(_ASSISTANT_MSG.exchange_id == _EXCHANGE.c.id, _ASSISTANT_MSG.role == "assistant")
+        )
         .where(_EXCHANGE.c.user_id == user_id, _EXCHANGE.c.id > after_id)
         .order_by(_EXCHANGE.c.id)
     )
-    return [(row_id, session_id, blob) for row_id, session_id, blob in connection.execute(stmt)]
+    return [
+        (row_id, session_id, blob, f"{question or ''}\n{answer or ''}")
+        for row_id, session_id, blob, question, answer in connection.execute(stmt)
+    ]

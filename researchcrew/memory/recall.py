@@ -4,6 +4,20 @@
 exchange, searched locally with numpy) and Zep (memory/zep.py). Both are strictly scoped to one user (and one
 session when asked) and raise ``MemoryStoreError`` when their backend cannot answer.
 
+Recall is **hybrid**, as the knowledge base's is: dense (the cosine of the query and exchange embeddings) and
+lexical (which of the query's words the exchange contains, weighted by how rare each word is among the user's
+exchanges). Dense alone misses what a user said verbatim — "My project codename is BLUEFALCON-7731, ..." embeds as
+a question about whatever followed, and "What is my project codename?" scored 0.05–0.12 against it. The hybrid
+score of an exchange is ``lexical_weight × lexical + (1 − lexical_weight) × dense``, where
+
+    lexical = Σ idf(t) over the query terms t the exchange contains / Σ idf(t) over all query terms
+
+(terms: lower-cased words without stopwords, lightly stemmed, hyphenated tokens also whole; idf over the user's
+exchanges, BM25's ``ln(1 + (N − df + 0.5) / (df + 0.5))``), i.e. the share of the query's information the exchange
+holds. The lexical side only ever adds evidence: relevance = max(dense, hybrid), so an exchange the embedding
+finds is never demoted for phrasing the question differently. A per-user inverted index (term → rows) makes the
+lexical side cost only the rows that share a term.
+
 Why a cache: recalling over 10,000 exchanges must take ~20 ms, and reading 10,000 embedding blobs from SQL per
 query takes longer than that. So each user's embeddings are loaded once into a float32 matrix and kept. Before
 each search one primary-key read of the user's version row (``memory_users``: a random epoch, replaced when the
@@ -15,6 +29,8 @@ database. Users are evicted least-recently-used beyond a total budget.
 
 from __future__ import annotations
 
+import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -25,9 +41,11 @@ import numpy as np
 import numpy.typing as npt
 
 from researchcrew.memory.records import RecalledExchange
+from researchcrew.text.terms import QUERY_STOP_WORDS, stem
 
 Vector = npt.NDArray[np.float32]
 DEFAULT_CACHE_MAX_VECTORS = 200_000  # ≈ 300 MB at 384 dimensions
+DEFAULT_LEXICAL_WEIGHT = 0.5  # MemorySettings.lexical_weight
 
 
 @runtime_checkable
@@ -74,8 +92,27 @@ def _dot(matrix: Vector, query: Vector) -> Vector:
     return result
 
 
+_TOKEN = re.compile(r"[a-z0-9]+(?:[-_'.][a-z0-9]+)*")
+Row = tuple[int, str, bytes | None] | tuple[int, str, bytes | None, str]  # id, session, embedding[, text]
+
+
+def lexical_terms(text: str) -> list[str]:
+    """The words recall matches on: lower-cased, stopwords out, lightly stemmed; a hyphenated or dotted token
+    ("bluefalcon-7731", "v2.1") counts whole and by its parts, so either spelling finds it."""
+    terms: list[str] = []
+    for token in _TOKEN.findall(text.lower()):
+        parts = re.split(r"[-_'.]", token)
+        if len(parts) > 1:
+            terms.append(token)
+        terms.extend(
+            stem(part) for part in parts if part and part not in QUERY_STOP_WORDS and (len(part) > 1 or part.isdigit())
+        )
+    return terms
+
+
 class UserVectors:
-    """One user's exchange embeddings: a growable matrix, the row ids and session of each row."""
+    """One user's exchange embeddings: a growable matrix, the row ids and session of each row, and a lexical index
+    (term → positions) of each row's text for the lexical side of hybrid recall."""
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
@@ -90,32 +127,37 @@ class UserVectors:
         self._sessions = np.zeros(0, dtype=np.int32)
         self._matrix = np.zeros((0, dimension), dtype=np.float32)
         self._session_codes: dict[str, int] = {}
+        self._postings: dict[str, list[int]] = {}  # term → row positions (into _ids) whose text contains it
 
     @property
     def state(self) -> CacheState:
         return CacheState(self.version, self.max_id, self.rows_seen)
 
-    def add_rows(
-        self, rows: Iterable[tuple[int, str, bytes | None]], *, version: tuple[Any, ...] | None = None
-    ) -> None:
-        """Append rows (id, session id, embedding blob) read from the database at ``version``."""
+    def add_rows(self, rows: Iterable[Row], *, version: tuple[Any, ...] | None = None) -> None:
+        """Append rows (id, session id, embedding blob[, text]) read from the database at ``version``. A row
+        without a usable embedding (another model, or none) is still found by the lexical side."""
         with self.lock:
             self._add_rows(rows, version=version)
 
-    def _add_rows(self, rows: Iterable[tuple[int, str, bytes | None]], *, version: tuple[Any, ...] | None) -> None:
+    def _add_rows(self, rows: Iterable[Row], *, version: tuple[Any, ...] | None) -> None:
         self.version = version
         ids: list[int] = []
         sessions: list[int] = []
         vectors: list[Vector] = []
-        for row_id, session_id, blob in rows:
+        for row in rows:
+            row_id, session_id, blob = row[0], row[1], row[2]
+            text = row[3] if len(row) > 3 else ""
             self.rows_seen += 1
             self.max_id = max(self.max_id, row_id)
             vector = decode_vector(blob, self.dimension)
-            if vector is None:
+            if vector is None and not text:
                 continue
+            position = self.size + len(ids)
+            for term in set(lexical_terms(text)):
+                self._postings.setdefault(term, []).append(position)
             ids.append(row_id)
             sessions.append(self._session_codes.setdefault(session_id, len(self._session_codes)))
-            vectors.append(vector)
+            vectors.append(vector if vector is not None else np.zeros(self.dimension, dtype=np.float32))
         if vectors:
             self._append(np.asarray(ids, dtype=np.int64), np.asarray(sessions, dtype=np.int32), np.stack(vectors))
 
@@ -134,20 +176,43 @@ class UserVectors:
         self.size = needed
 
     def search(
-        self, query: Vector, *, session_id: str | None, limit: int, min_relevance: float
+        self,
+        query: Vector,
+        *,
+        session_id: str | None,
+        limit: int,
+        min_relevance: float,
+        query_text: str = "",
+        lexical_weight: float = 0.0,
     ) -> list[tuple[int, float]]:
-        """(row id, relevance) of the best rows, most similar first (newer first on exact ties)."""
+        """(row id, relevance) of the best rows, most relevant first (newer first on exact ties). With
+        ``query_text`` and ``lexical_weight`` > 0 the relevance is hybrid (see the module docstring)."""
         with self.lock:
-            return self._search(query, session_id=session_id, limit=limit, min_relevance=min_relevance)
+            return self._search(
+                query,
+                session_id=session_id,
+                limit=limit,
+                min_relevance=min_relevance,
+                query_text=query_text,
+                lexical_weight=lexical_weight,
+            )
 
     def _search(
-        self, query: Vector, *, session_id: str | None, limit: int, min_relevance: float
+        self,
+        query: Vector,
+        *,
+        session_id: str | None,
+        limit: int,
+        min_relevance: float,
+        query_text: str,
+        lexical_weight: float,
     ) -> list[tuple[int, float]]:
         if limit <= 0 or self.size == 0:
             return []
         ids = self._ids[: self.size]
+        rows: npt.NDArray[np.intp] | None = None
         if session_id is None:
-            scores = _dot(self._matrix[: self.size], query)
+            cosines = _dot(self._matrix[: self.size], query)
         else:
             code = self._session_codes.get(session_id)
             if code is None:
@@ -156,17 +221,43 @@ class UserVectors:
             if rows.size == 0:
                 return []
             ids = ids[rows]
-            scores = _dot(self._matrix[rows], query)
-        # Rank by raw cosine (clipping first would tie every unrelated row at 0), newer rows first on exact ties.
+            cosines = _dot(self._matrix[rows], query)
+        if lexical_weight > 0 and query_text:
+            lexical = self._lexical(query_text)
+            if rows is not None:
+                lexical = lexical[rows]
+            dense = relevance(cosines)
+            scores = np.maximum(dense, lexical_weight * lexical + (1.0 - lexical_weight) * dense)
+            # Among equal hybrid scores the closer embedding first (the raw cosine keeps unrelated rows apart).
+            tiebreak = cosines
+        else:
+            # Rank by raw cosine (clipping first would tie every unrelated row at 0), newer rows first on ties.
+            scores, tiebreak = cosines, cosines
         keep = min(limit, scores.size)
-        if keep < scores.size:  # O(n): every row at least as similar as the keep-th best (ties at the edge too)
+        if keep < scores.size:  # O(n): every row at least as good as the keep-th best (ties at the edge too)
             kth_best = -np.partition(-scores, keep - 1)[keep - 1]
             top = np.flatnonzero(scores >= kth_best)
         else:
             top = np.arange(scores.size)
-        order = top[np.lexsort((-ids[top], -scores[top]))][:keep]
-        scores = relevance(scores)
-        return [(int(ids[i]), float(scores[i])) for i in order if scores[i] >= min_relevance]
+        order = top[np.lexsort((-ids[top], -tiebreak[top], -scores[top]))][:keep]
+        final = relevance(scores)
+        return [(int(ids[i]), float(final[i])) for i in order if final[i] >= min_relevance]
+
+    def _lexical(self, query_text: str) -> npt.NDArray[np.float32]:
+        """Per row (over all rows): the idf-weighted share of the query's terms the row's text contains."""
+        scores = np.zeros(self.size, dtype=np.float32)
+        terms = list(dict.fromkeys(lexical_terms(query_text)))
+        if not terms:
+            return scores
+        count = self.size
+        total = 0.0
+        for term in terms:
+            postings = self._postings.get(term, ())
+            weight = math.log(1.0 + (count - len(postings) + 0.5) / (len(postings) + 0.5))
+            total += weight
+            if postings:
+                scores[np.asarray(postings, dtype=np.intp)] += weight
+        return scores / total if total > 0 else scores
 
     @property
     def nbytes(self) -> int:
@@ -250,5 +341,5 @@ class VectorDelta:
     """What the database holds beyond what a user's cached vectors know."""
 
     full: bool  # True: rebuild from ``rows``; False: append ``rows`` (possibly none) to the known state
-    rows: list[tuple[int, str, bytes | None]]
+    rows: list[Row]
     version: tuple[Any, ...] | None

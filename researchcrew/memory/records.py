@@ -72,6 +72,11 @@ class RecalledExchange(_Record):
     citations: list[dict[str, Any]] = Field(default_factory=list, description="The earlier answer's citations.")
     sources_used: list[str] = Field(default_factory=list, description="Source types the earlier answer used.")
     origin: Literal["local", "zep"] = Field(default="local", description="Which memory produced the recall.")
+    answer_kind: str | None = Field(
+        default=None,
+        description="What kind of answer was given then (generated, extractive, uncertainty, refusal), when known: an "
+        "earlier uncertainty answer or refusal said nothing that could support a new answer.",
+    )
 
 
 # ---- entity graph ---------------------------------------------------------------------------------------------

@@ -43,7 +43,14 @@ from researchcrew.memory.models import (
     RelationshipRow,
     UserStateRow,
 )
-from researchcrew.memory.recall import DEFAULT_CACHE_MAX_VECTORS, UserVectors, Vector, VectorCache, encode_vector
+from researchcrew.memory.recall import (
+    DEFAULT_CACHE_MAX_VECTORS,
+    DEFAULT_LEXICAL_WEIGHT,
+    UserVectors,
+    Vector,
+    VectorCache,
+    encode_vector,
+)
 from researchcrew.memory.records import (
     EntityMention,
     EntityRecord,
@@ -55,6 +62,7 @@ from researchcrew.memory.records import (
     RelationshipRecord,
     StoredPreferences,
 )
+from researchcrew.redaction import mask_url
 
 if TYPE_CHECKING:
     from researchcrew.contracts.query import Query
@@ -114,8 +122,10 @@ class MemoryStore:
         embedder: Embedder | None = None,
         embedding_settings: EmbeddingSettings | None = None,
         cache_max_vectors: int = DEFAULT_CACHE_MAX_VECTORS,
+        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
     ) -> None:
         self.engine = engine
+        self.lexical_weight = lexical_weight  # weight of the lexical side of hybrid recall (recall.py)
         self._read = async_sessionmaker(engine, expire_on_commit=False)  # consistent snapshot across statements
         self._reader = Reader(engine)  # history and recall reads: one thread hop on SQLite (see exchanges.py)
         self._write = async_sessionmaker(write_engine(engine), expire_on_commit=False)
@@ -133,13 +143,17 @@ class MemoryStore:
         embedder: Embedder | None = None,
         embedding_settings: EmbeddingSettings | None = None,
         cache_max_vectors: int = DEFAULT_CACHE_MAX_VECTORS,
+        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
     ) -> MemoryStore:
         """Connect to ``url`` and migrate its schema to the newest revision.
 
         ``embedder`` embeds exchanges and recall queries; without one, ``get_embedder(embedding_settings)`` is
         loaded on first use (export, forget, entities and the outbox never need it).
         """
-        engine = create_engine(url)
+        try:
+            engine = create_engine(url)
+        except OSError as error:  # the SQLite file's folder cannot be created
+            raise MemoryStoreError(f"cannot open the memory store at {mask_url(url)}: {error}") from error
         try:
             await upgrade(engine)
         except (SQLAlchemyError, OSError) as error:
@@ -147,15 +161,35 @@ class MemoryStore:
             safe_url = engine.url.render_as_string(hide_password=True)
             raise MemoryStoreError(f"cannot open the memory store at {safe_url}: {error}") from error
         return cls(
-            engine, embedder=embedder, embedding_settings=embedding_settings, cache_max_vectors=cache_max_vectors
+            engine,
+            embedder=embedder,
+            embedding_settings=embedding_settings,
+            cache_max_vectors=cache_max_vectors,
+            lexical_weight=lexical_weight,
         )
 
     @classmethod
     async def from_settings(cls, settings: Settings, *, embedder: Embedder | None = None) -> MemoryStore:
-        """The store configured by ``settings.memory`` (default: ``memory.db`` in the data directory)."""
+        """The store configured by ``settings.memory`` (default: ``memory.db`` in the data directory). Opening
+        (connecting and migrating) is bounded by ``memory.connect_timeout_s``: a server that does not answer is a
+        ``MemoryStoreError``, not a hang."""
         if settings.memory.database_url is None:
             settings.ensure_data_dir()
-        return await cls.open(settings.memory_database_url, embedder=embedder, embedding_settings=settings.embedding)
+        timeout_s = settings.memory.connect_timeout_s
+        url = settings.memory_database_url
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await cls.open(
+                    url,
+                    embedder=embedder,
+                    embedding_settings=settings.embedding,
+                    lexical_weight=settings.memory.lexical_weight,
+                )
+        except TimeoutError as error:
+            raise MemoryStoreError(
+                f"cannot open the memory store at {mask_url(url)}: no answer within {timeout_s:g} s "
+                "(RESEARCHCREW_MEMORY__CONNECT_TIMEOUT_S)"
+            ) from error
 
     async def close(self) -> None:
         self.vectors.clear()
@@ -326,8 +360,9 @@ class MemoryStore:
         limit: int = 3,
         min_relevance: float = 0.0,
     ) -> list[RecalledExchange]:
-        """Semantic recall over the user's exchanges (``MemoryRecall``): embed the query, bring the user's cached
-        vectors up to date (one indexed count, plus any new rows), one matrix-vector product, read the hits."""
+        """Hybrid recall over the user's exchanges (``MemoryRecall``; dense + lexical, see recall.py): embed the
+        query, bring the user's cached vectors and lexical index up to date (one indexed read, plus any new rows),
+        one matrix-vector product and one pass over the query terms' postings, read the hits."""
         if limit <= 0 or not query_text.strip():
             return []
         try:
@@ -345,7 +380,7 @@ class MemoryStore:
                     vectors = await connection.run_sync(self._refresh, user_id, embedder.dimension)
                     query_vector = await embedding
                     found = await connection.run_sync(
-                        self._hits, vectors, user_id, query_vector, session_id, limit, min_relevance
+                        self._hits, vectors, user_id, query_vector, session_id, limit, min_relevance, query_text
                     )
             finally:
                 embedding.cancel()  # only matters when the database failed first; the thread finishes on its own
@@ -361,6 +396,7 @@ class MemoryStore:
                 answered_at=record.answered_at,
                 citations=record.citations,
                 sources_used=record.sources_used,
+                answer_kind=record.answer_kind,
             )
             for record, score in found
         ]
@@ -371,7 +407,7 @@ class MemoryStore:
         query_vector = embedder.embed_query(query_text)
         with self._reader.connect_sync() as connection:
             vectors = self._refresh(connection, user_id, len(query_vector))
-            return self._hits(connection, vectors, user_id, query_vector, session_id, limit, floor)
+            return self._hits(connection, vectors, user_id, query_vector, session_id, limit, floor, query_text)
 
     def _refresh(self, connection: Connection, user_id: str, dimension: int) -> UserVectors:
         """The user's cached vectors, brought up to date (see recall.py)."""
@@ -379,8 +415,8 @@ class MemoryStore:
             user_id, dimension, lambda known: exchanges.vector_delta(connection, user_id, known)
         )
 
-    @staticmethod
     def _hits(
+        self,
         connection: Connection,
         vectors: UserVectors,
         user_id: str,
@@ -388,9 +424,17 @@ class MemoryStore:
         session_id: str | None,
         limit: int,
         floor: float,
+        query_text: str = "",
     ) -> list[tuple[ExchangeRecord, float]]:
         """Search the vectors and read the hits: (record, relevance), best first."""
-        hits = vectors.search(query_vector, session_id=session_id, limit=limit, min_relevance=floor)
+        hits = vectors.search(
+            query_vector,
+            session_id=session_id,
+            limit=limit,
+            min_relevance=floor,
+            query_text=query_text,
+            lexical_weight=self.lexical_weight,
+        )
         if not hits:
             return []
         by_id = exchanges.by_ids(connection, user_id, [row_id for row_id, _ in hits])

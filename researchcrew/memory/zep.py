@@ -46,6 +46,7 @@ from researchcrew.memory.zep_recall import (
     ranked,
 )
 from researchcrew.settings import ZepSettings
+from researchcrew.tools.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,8 @@ class ZepMemory:
         self.base_url = settings.api_url.rstrip("/")
         self.timeout_s = settings.timeout_s
         self.search_scope = search_scope
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_s), transport=transport)
+        capped = CappedTransport(transport, int(settings.max_response_mb * MEGABYTE))
+        self._http = httpx.AsyncClient(timeout=httpx.Timeout(settings.timeout_s), transport=capped)
         self._client = AsyncZep(
             base_url=self.base_url, api_key=settings.api_key.get_secret_value(), httpx_client=self._http
         )
@@ -136,6 +138,8 @@ class ZepMemory:
                 return await operation()
         except (TimeoutError, httpx.TimeoutException) as error:
             raise ZepError("timeout", f"Zep {what} did not answer within {self.timeout_s:g} s") from error
+        except ResponseTooLargeError as error:
+            raise ZepError("bad_response", f"Zep {what}: {error}") from error
         except httpx.HTTPError as error:  # refused, reset, closed without a response, DNS, TLS
             raise ZepError("unreachable", f"Zep {what}: {type(error).__name__}: {error}") from error
         except ApiError as error:  # NotFoundError, BadRequestError, ConflictError, InternalServerError, others

@@ -20,6 +20,7 @@ from researchcrew.tools.base import Tool
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
@@ -30,11 +31,20 @@ logger = logging.getLogger(__name__)
 
 
 def assemble_stages(
-    settings: Settings, *, tools: Sequence[Tool], llm: BaseLLM | None, memory_agent: MemoryAgent | None
+    settings: Settings,
+    *,
+    tools: Sequence[Tool],
+    llm: BaseLLM | None,
+    memory_agent: MemoryAgent | None,
+    embedder: Embedder | None = None,
+    memory_unavailable: str | None = None,
 ) -> ResearchStages:
-    """The stages one research run uses. ``memory_agent=None`` remembers nothing."""
+    """The stages one research run uses. ``memory_agent=None`` remembers nothing; ``memory_unavailable`` says why
+    (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
+    question (without one, each source's own relevance stands in)."""
     from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
     from researchcrew.pipeline.retrieve import RetrieverAgent
+    from researchcrew.pipeline.support import EmbeddingSupport, relevance_support
     from researchcrew.pipeline.synthesize.citations import validate_citations
     from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
     from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
@@ -67,6 +77,9 @@ def assemble_stages(
         # With an LLM, keep time back from retrieval for generation; the extractive path needs milliseconds.
         synthesis_reserve_s=min(5.0, settings.llm.timeout_s) if llm else 0.3,
         llm=llm,
+        memory_unavailable=memory_unavailable,
+        support=EmbeddingSupport(embedder, settings.confidence) if embedder is not None else relevance_support,
+        confidence=settings.confidence,
     )
 
 
@@ -77,13 +90,16 @@ def default_tools(
     memory_store: MemoryStore | None,
     zep: ZepMemory | None = None,
     limits: SharedLimits | None = None,
+    memory_unavailable: str | None = None,
 ) -> list[Tool]:
     """The built-in sources named in ``settings.enabled_sources``, in that order. Memory recall uses Zep when the
-    Zep backend is configured, else the built-in store. ``limits`` shares arXiv's pacing and the Firecrawl cap
-    with other processes (through Redis, when configured)."""
+    Zep backend is configured, else the built-in store; when the store could not be opened (``memory_unavailable``
+    says why), memory stays in the fan-out as a source that reports that failure. ``limits`` shares arXiv's pacing
+    and the Firecrawl cap with other processes (through Redis, when configured)."""
     from researchcrew.tools.arxiv import ArxivTool
     from researchcrew.tools.memory_recall import MemoryTool
     from researchcrew.tools.rag import RAGTool
+    from researchcrew.tools.unavailable import UnavailableSource
     from researchcrew.tools.web import WebSearchTool
 
     firecrawl_lease_s = settings.firecrawl.timeout_s + 10  # a killed holder's slot comes back after this
@@ -97,7 +113,8 @@ def default_tools(
     recall = zep if zep is not None else memory_store
     if recall is not None:
         built["memory"] = MemoryTool(recall, settings.memory)
-    unknown = [name for name in settings.enabled_sources if name not in ("rag", "web", "arxiv", "memory")]
-    if unknown:
-        logger.warning("enabled_sources names unknown source types %s; pass custom tools with tools=", unknown)
+    elif memory_unavailable is not None:
+        built["memory"] = UnavailableSource(
+            "memory", MemoryTool.name, kind="unreachable", reason=f"{memory_unavailable} (retried later)"
+        )
     return [built[name] for name in settings.enabled_sources if name in built]

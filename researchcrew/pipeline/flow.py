@@ -35,10 +35,12 @@ from researchcrew.contracts import (
 )
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.contracts.synthesizer import ConfidenceLevel
-from researchcrew.pipeline.evidence_gate import evidence_confidence
+from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
+from researchcrew.pipeline.assessment import assess_answer, band, uncertainty_reason
 from researchcrew.pipeline.guard import check_question
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
+from researchcrew.pipeline.support import Support
+from researchcrew.pipeline.synthesize.confidence import coverage_metrics
 
 if TYPE_CHECKING:
     from researchcrew.pipeline.stages import ResearchStages
@@ -74,6 +76,7 @@ class ResearchState(FlowState):
     caveats: list[str] = Field(default_factory=list)
     partial: bool = False
     response: FinalResponse | None = None
+    memory_status: MemoryWriteStatus = Field(default="not_remembered", description="What happens to this exchange.")
 
 
 class ResearchFlow(Flow[ResearchState]):
@@ -86,6 +89,7 @@ class ResearchFlow(Flow[ResearchState]):
         kwargs.setdefault("tracing", False)
         super().__init__(**kwargs)
         self._stages = stages
+        self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
 
     # Helpers -----------------------------------------------------------------------------------------------
     @property
@@ -206,31 +210,35 @@ class ResearchFlow(Flow[ResearchState]):
 
     @router(evaluate)
     async def assess_confidence(self) -> str:
+        """The evidence gate: answer when the best evidence supports the *question asked* well enough (support is
+        measured the same way for every source, pipeline/support.py); reformulate when it is weak but on topic;
+        else give the uncertainty answer."""
         started = time.monotonic()
         self._emit("confidence", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         kept = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        level, mean = evidence_confidence(kept)
-        self.state.confidence_level, self.state.confidence = level, mean
+        supports = await self._stages.support(self._query().text, kept)
+        self._supports.update(supports)
+        best = max((support.score for support in supports.values()), default=0.0)
+        settings = self._stages.confidence
+        self.state.confidence_level, self.state.confidence = band(best, settings), best
         attempts = len(self.state.searched) - 1
         out_of_time = self.remaining_s() <= self._stages.synthesis_reserve_s
-        if level in ("high", "medium"):
+        if best >= settings.answer_min_support:
             decision = "sufficient"
-        elif level == "low" and attempts < MAX_REFORMULATIONS and not out_of_time:
+        elif best >= settings.reformulate_min_support and attempts < MAX_REFORMULATIONS and not out_of_time:
             decision = "low_confidence"
-        elif level == "low" and out_of_time:
-            # No time left to reformulate: answer from what we have, and say how weak it is.
-            self.state.partial = True
-            self.state.caveats.append("The time limit was reached before a better search could be tried.")
-            decision = "sufficient"
         else:
             decision = "uncertain"
+            if out_of_time and best >= settings.reformulate_min_support and attempts < MAX_REFORMULATIONS:
+                self.state.partial = True
+                self.state.caveats.append("The time limit was reached before a better search could be tried.")
         self._emit(
             "confidence",
             "finished",
             started,
-            level=level,
-            mean_relevance=round(mean, 4),
+            level=self.state.confidence_level,
+            best_support=round(best, 4),
             attempts=attempts,
             decision=decision,
         )
@@ -290,7 +298,9 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("validate", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         given = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        self.state.response = self._stages.validate_citations(_require(self.state.response, "a draft"), given)
+        self.state.response = self._assessed(
+            self._stages.validate_citations(_require(self.state.response, "a draft"), given)
+        )
         stats = self.state.response.citation_stats
         self._emit(
             "validate",
@@ -304,12 +314,39 @@ class ResearchFlow(Flow[ResearchState]):
     @listen("uncertain")
     async def explain_uncertainty(self) -> None:
         retrieval = _require(self.state.retrieval, "retrieval output")
-        self.state.response = uncertainty_response(
+        reports = retrieval.aggregated_context.source_reports
+        response = uncertainty_response(
             self._query(),
             searched=self.state.searched,
             best_matches=list(self.state.evidence.values()),
-            source_reports=retrieval.aggregated_context.source_reports,
+            source_reports=reports,
             confidence=self.state.confidence,
+        )
+        reason = uncertainty_reason(self.state.confidence, self._stages.confidence, reports, len(self.state.evidence))
+        self.state.response = response.model_copy(update={"final_reason": reason})
+
+    def _assessed(self, response: FinalResponse) -> FinalResponse:
+        """The written answer with its confidence computed over the evidence it cites (pipeline/assessment.py):
+        level, one-line reason, and the caveat its band calls for."""
+        evaluation = _require(self.state.evaluation, "evaluation output")
+        assessment = assess_answer(
+            response,
+            evaluation.filtered_context.chunks,
+            self._supports,
+            response.contradictions or evaluation.contradictions_found,
+            self._stages.confidence,
+        )
+        stale = ("Confidence is ",)  # the synthesizer's own band note is replaced by the one for this band
+        caveats = [caveat for caveat in response.caveats if not caveat.startswith(stale)]
+        if assessment.caveat is not None:
+            caveats.append(assessment.caveat)
+        return response.model_copy(
+            update={
+                "confidence": assessment.confidence,
+                "confidence_level": assessment.level,
+                "final_reason": assessment.reason,
+                "caveats": caveats,
+            }
         )
 
     @listen(or_(check_citations, explain_uncertainty))
@@ -326,7 +363,13 @@ class ResearchFlow(Flow[ResearchState]):
                 context={"request": explicit} if (explicit := self._explicit_choices()) else None,
             )
         )
-        self._emit("remember", "finished", started, scheduled=scheduled)
+        unavailable = self._stages.memory_unavailable
+        if scheduled:
+            self.state.memory_status = "scheduled"
+        elif unavailable is not None:
+            self.state.memory_status = "unavailable"
+            self.state.caveats.append(f"This exchange was not remembered: {unavailable}")
+        self._emit("remember", "finished", started, scheduled=scheduled, memory_status=self.state.memory_status)
 
     @listen(or_(store_memory, "refused"))
     async def respond(self) -> FinalResponse:
@@ -334,7 +377,8 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("respond", "started")
         if self.state.refusal is not None:
             reason, reply = self.state.refusal
-            self.state.response = refusal_response(self._query(), reply, reason)
+            refused = refusal_response(self._query(), reply, reason)
+            self.state.response = refused.model_copy(update={"final_reason": f"refused: {reason}"[:500]})
         response = self._finalize()
         self._emit(
             "respond",
@@ -349,17 +393,25 @@ class ResearchFlow(Flow[ResearchState]):
     def _finalize(self) -> FinalResponse:
         """Attach what the whole run knows (sources, caveats, timing) to the answer, once."""
         response = _require(self.research.response, "an answer")
-        reports = self.state.retrieval.aggregated_context.source_reports if self.state.retrieval else []
+        retrieval, evaluation = self.state.retrieval, self.state.evaluation
+        reports = retrieval.aggregated_context.source_reports if retrieval else []
         caveats = list(dict.fromkeys([*response.caveats, *source_caveats(reports), *self.state.caveats]))
+        coverage = response.coverage
+        if coverage is None and evaluation is not None:  # no synthesis ran: nothing cited, the evidence as found
+            coverage = coverage_metrics(self._query().text, [], evaluation.filtered_context.chunks)
         response = response.model_copy(
             update={
                 "source_reports": reports,
                 "caveats": caveats,
                 "partial": response.partial or self.state.partial,
                 "reformulations": self.state.searched[1:],
-                "contradictions": response.contradictions
-                or (self.state.evaluation.contradictions_found if self.state.evaluation else []),
+                "contradictions": response.contradictions or (evaluation.contradictions_found if evaluation else []),
                 "execution_time_ms": (time.monotonic() - self.state.started_at) * 1000,
+                "coverage": coverage,
+                "quality": evaluation.quality_stats if evaluation else None,
+                "removals": evaluation.removal_rationale if evaluation else [],
+                "retrieval_status": retrieval.retrieval_status if retrieval else None,
+                "memory_status": self.state.memory_status,
             }
         )
         self.state.response = response

@@ -19,6 +19,21 @@ def source_caveats(reports: Sequence[SourceReport]) -> list[str]:
     ]
 
 
+def _why(reports: Sequence[SourceReport]) -> str:
+    """Why the evidence was not enough, without blaming the topic for a source that could not be searched."""
+    failed = [r.source_type for r in reports if r.status == "failed"]
+    answered = [r.source_type for r in reports if r.status in ("success", "empty")]
+    if failed and not answered:
+        names = ", ".join(failed)
+        return f"None of the sources could be searched ({names}: see below), so this says nothing about the topic."
+    if failed:
+        return (
+            f"{', '.join(failed)} could not be searched (see below); the sources that were searched "
+            f"({', '.join(answered)}) may not cover this topic."
+        )
+    return "The sources I could search may not cover this topic."
+
+
 def refusal_response(query: Query, reply: str, reason: str) -> FinalResponse:
     """The polite answer to input the guard rejected. Nothing was searched, nothing is cited."""
     return FinalResponse(
@@ -45,8 +60,7 @@ def uncertainty_response(
     matches = sorted(best_matches, key=lambda chunk: chunk.semantic_relevance, reverse=True)[:max_matches]
     citations = [citation_for(number, chunk) for number, chunk in enumerate(matches, start=1)]
     lines = [
-        "I could not find sufficient information to answer this question confidently. "
-        "The sources I could search may not cover this topic.",
+        "I could not find sufficient information to answer this question confidently. " + _why(source_reports),
         "",
         "Searched: " + "; ".join(f"“{text}”" for text in searched),
     ]

@@ -30,7 +30,7 @@ from researchcrew.contracts.chunks import AggregatedContext, ContextChunk, Sourc
 from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, RetrieverOutput
 from researchcrew.errors import ToolError
 from researchcrew.settings import RetrievalSettings
-from researchcrew.tools.base import Tool, ToolResult, validate_chunks
+from researchcrew.tools.base import Tool, ToolResult, failure_of, unexpected_failure, validate_chunks
 
 logger = logging.getLogger(__name__)
 
@@ -161,8 +161,8 @@ class RetrieverAgent:
                 result = await tool.search(query, timeout=budget_s, **kwargs)
             chunks = self._checked(result, tool)
         except ToolError as error:
-            logger.warning("%s: %s (%s)", tool.name, error.message, error.kind)
-            failure = SourceFailure(kind=error.kind, message=error.message, status_code=error.status_code)
+            failure = failure_of(error, tool_name=tool.name)
+            logger.warning("%s: %s (%s)", tool.name, failure.message, failure.kind)
             return self._failed(tool, failure, started)
         except TimeoutError:
             logger.warning("%s ignored its %g s timeout and was cut off by the Retriever", tool.name, budget_s)
@@ -170,8 +170,7 @@ class RetrieverAgent:
             return self._failed(tool, failure, started)
         except Exception as error:  # the outermost guard: a tool that overrides search() and raises is a bug
             logger.exception("%s raised out of search()", tool.name)
-            failure = SourceFailure(kind="internal_error", message=f"{tool.name}: {type(error).__name__}: {error}")
-            return self._failed(tool, failure, started)
+            return self._failed(tool, unexpected_failure(tool.name, error), started)
 
         latency_ms = (time.perf_counter() - started) * 1000
         if result.failure is not None:

@@ -27,6 +27,8 @@ from researchcrew.contracts import (
     SynthesizerOutput,
 )
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
+from researchcrew.pipeline.support import SupportScorer, relevance_support
+from researchcrew.settings import ConfidenceSettings
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -83,6 +85,12 @@ class ResearchStages:
     quality_threshold: float = 0.6
     synthesis_reserve_s: float = 0.5  # time kept back from retrieval for writing the answer
     llm: BaseLLM | None = field(default=None, repr=False)
+    # Why exchanges cannot be remembered now (the memory store could not be opened); None when memory works or is
+    # off by design. The Flow then says so in the answer (memory_status "unavailable" and a caveat).
+    memory_unavailable: str | None = None
+    # How well each piece of evidence supports the question (see pipeline/support.py), and the bands it feeds.
+    support: SupportScorer = relevance_support
+    confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
 
     def with_event_callback(self, on_event: Callable[[ProgressEvent], None]) -> ResearchStages:
         return dataclasses.replace(self, on_event=on_event)
@@ -110,8 +118,12 @@ class ResearchStages:
         if budget > 0:
             try:
                 async with asyncio.timeout(budget):
-                    return (await self.synthesizer.run(request)).final_response, False
+                    return _with_coverage(await self.synthesizer.run(request)), False
             except TimeoutError:
                 logger.warning("synthesis hit the run deadline after %.2f s; answering extractively", budget)
-        output = await self.fallback_synthesizer.run(request)
-        return output.final_response, True
+        return _with_coverage(await self.fallback_synthesizer.run(request)), True
+
+
+def _with_coverage(output: SynthesizerOutput) -> FinalResponse:
+    """The answer, carrying the coverage metrics the Synthesizer computed (they reach every door through it)."""
+    return output.final_response.model_copy(update={"coverage": output.coverage_metrics})

@@ -43,6 +43,7 @@ from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
 from researchcrew.settings import ArxivSettings
 from researchcrew.tools.base import Tool, rank_relevance
+from researchcrew.tools.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 
 if TYPE_CHECKING:
     from researchcrew.tools.limits import SharedPacer
@@ -134,17 +135,20 @@ def spacer_for(api_url: str, min_interval_s: float, *, shared: SharedPacer | Non
 class _PacedSession(requests.Session):
     """The ``arxiv.Client``'s session: a default timeout, a turn from the spacer, and the last response kept."""
 
-    def __init__(self, spacer: RequestSpacer, timeout_s: float) -> None:
+    def __init__(self, spacer: RequestSpacer, timeout_s: float, max_bytes: int = 32 * MEGABYTE) -> None:
         super().__init__()
         self.spacer = spacer
         self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
         self._local = threading.local()
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         kwargs.setdefault("timeout", self.timeout_s)
+        kwargs["stream"] = True  # read through the size limit below, not all at once
         self._local.last_response = None
         self.spacer.wait_turn()
         response = super().request(method, url, *args, **kwargs)
+        read_capped(response, self.max_bytes)
         self._local.last_response = response
         return response
 
@@ -226,7 +230,9 @@ class ArxivTool(Tool):
         processes too (``tools/limits.py``); ``clock`` drives the cache's TTL."""
         self.settings = settings or ArxivSettings()
         self.spacer = spacer or spacer_for(self.settings.api_url, self.settings.min_interval_s, shared=shared_pacer)
-        self._session = _PacedSession(self.spacer, self.settings.timeout_s)
+        self._session = _PacedSession(
+            self.spacer, self.settings.timeout_s, int(self.settings.max_response_mb * MEGABYTE)
+        )
         # Pacing and retries are ours (the spacer, _fetch): the package's own per-client delay would only add a
         # second wait, and its retries would hold the worker instead of queueing behind other callers.
         self._client = arxiv.Client(page_size=MAX_RESULTS, delay_seconds=0.0, num_retries=0)
@@ -317,6 +323,8 @@ class ArxivTool(Tool):
             detail = _error_feed_message(self._session.last_response)
             message = f"arXiv answered HTTP {error.status}" + (f": {detail}" if detail else "")
             raise ToolError("http_error", message, status_code=error.status) from error
+        except ResponseTooLargeError as error:
+            raise ToolError("bad_response", f"arXiv sent too much: {error}") from error
         except requests.Timeout as error:
             raise ToolError("timeout", f"arXiv did not answer within {self.settings.timeout_s:g} s") from error
         except requests.ConnectionError as error:

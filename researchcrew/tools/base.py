@@ -20,13 +20,13 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from pydantic import Field, ValidationError
 
 from researchcrew.contracts._base import Contract
 from researchcrew.contracts.chunks import ContextChunk, SourceFailure
-from researchcrew.errors import ToolError
+from researchcrew.errors import FailureKind, ToolError
 
 logger = logging.getLogger(__name__)
 
@@ -64,14 +64,14 @@ class Tool(ABC):
                 raw = await self._search(query, **kwargs)
             chunks = validate_chunks(raw, self)
         except ToolError as error:
-            failure = SourceFailure(kind=error.kind, message=error.message, status_code=error.status_code)
-            logger.warning("%s failed (%s): %s", self.name, error.kind, error.message)
+            failure = failure_of(error, tool_name=self.name)
+            logger.warning("%s failed (%s): %s", self.name, failure.kind, failure.message)
         except TimeoutError:
             failure = SourceFailure(kind="timeout", message=f"{self.name} did not answer within {timeout:g} s")
             logger.warning("%s timed out after %s s", self.name, timeout)
         except Exception as error:  # the one outermost guard: a bug in a tool becomes a reported failure
             logger.exception("%s raised unexpectedly", self.name)
-            failure = SourceFailure(kind="internal_error", message=f"{self.name}: {type(error).__name__}: {error}")
+            failure = unexpected_failure(self.name, error)
         return ToolResult(
             tool_name=self.name,
             source_type=self.source_type,
@@ -97,6 +97,37 @@ class Tool(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, source_type={self.source_type!r})"
+
+
+FAILURE_KINDS: frozenset[str] = frozenset(get_args(FailureKind))
+_KNOWN = ", ".join(sorted(FAILURE_KINDS))
+
+
+def failure_of(error: ToolError, *, tool_name: str) -> SourceFailure:
+    """A ``ToolError`` as data, whatever the tool put into it: a kind outside ``FailureKind`` becomes
+    ``internal_error`` (the tool's bug, logged), a status code that is not an HTTP status is dropped, and the
+    message is made safe to show (credentials masked, cut to length; see ``SourceFailure``). Never raises."""
+    kind = error.kind if isinstance(error.kind, str) and error.kind in FAILURE_KINDS else None
+    message = error.message if isinstance(error.message, str) else repr(error.message)
+    if kind is None:
+        logger.error("%s raised ToolError with an unknown kind %r (known: %s)", tool_name, error.kind, _KNOWN)
+        message = f"{tool_name} reported a failure of an unknown kind ({error.kind!r}): {message}"
+    status = error.status_code
+    valid_status = isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599
+    return SourceFailure(
+        kind=kind or "internal_error",
+        message=message or f"{tool_name} failed",
+        status_code=status if valid_status else None,
+    )
+
+
+def unexpected_failure(tool_name: str, error: BaseException) -> SourceFailure:
+    """What a user sees of a bug in a tool: its kind and the exception's type. The exception's text may quote
+    anything (a connection URL, a row of data), so it stays in the log with the traceback."""
+    return SourceFailure(
+        kind="internal_error",
+        message=f"{tool_name} failed unexpectedly ({type(error).__name__}); the details are in the log",
+    )
 
 
 def validate_chunks(raw: object, tool: Tool) -> list[ContextChunk]:

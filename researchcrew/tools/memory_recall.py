@@ -12,6 +12,11 @@ With ``include_entities=True`` and a backend that keeps an entity graph (the bui
 ``memory:entities:<hash>``, lists the known entities the question names and what they were related to. Its
 relevance is a prior, not a similarity: 0.7 when the question names an entity, 0.4 when it only shares a word.
 
+A question about the conversation itself ("What did I ask before?", "what did we discuss last time?") is answered
+from the conversation: the session's most recent exchanges (the user's, when the session has none) are recalled
+beside the topical matches, every chunk marked ``metadata["recalled_as"] = "conversation"`` so that the answer's
+confidence treats them as the first-hand evidence they are for such a question (pipeline/support.py).
+
 Failures are data: a store that cannot be reached is ``unreachable``, a missing embedding model
 ``not_configured``; a backend that raises ``ToolError`` itself (Zep) keeps its own kind.
 """
@@ -29,7 +34,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.errors import FailureKind, MemoryStoreError, ModelUnavailableError, ToolError
 from researchcrew.memory.recall import MemoryRecall
-from researchcrew.memory.records import EntityRecord, RecalledExchange, RelationshipRecord
+from researchcrew.memory.records import EntityRecord, ExchangeRecord, RecalledExchange, RelationshipRecord
 from researchcrew.settings import MemorySettings
 from researchcrew.tools.base import Tool
 
@@ -38,6 +43,14 @@ logger = logging.getLogger(__name__)
 MAX_RESULTS = 50
 MAX_ENTITIES = 5
 MAX_LINKS = 4
+CONVERSATION_RELEVANCE = 0.9  # a recent exchange, for a question about the conversation: what was asked for
+
+
+@runtime_checkable
+class ConversationHistory(Protocol):
+    """A memory backend that can list a conversation's latest exchanges (``MemoryStore`` does)."""
+
+    async def history(self, *, user_id: str, session_id: str | None, limit: int = 20) -> list[ExchangeRecord]: ...
 
 
 @runtime_checkable
@@ -124,6 +137,9 @@ class MemoryTool(Tool):
         threshold = self.settings.recall_min_relevance if min_relevance is None else min_relevance
         if not 0.0 <= threshold <= 1.0:
             raise ToolError("invalid_request", f"min_relevance must be in [0, 1], not {threshold}")
+        from researchcrew.pipeline.synthesize.extractive import asks_about_the_conversation
+
+        about_conversation = asks_about_the_conversation(query)
         try:
             recalled = await self.recall.recall(
                 user_id=user_id,
@@ -132,6 +148,8 @@ class MemoryTool(Tool):
                 limit=num_results,
                 min_relevance=threshold,
             )
+            if about_conversation:
+                recalled = await self._with_recent(recalled, user_id, session_id, num_results)
             entity_chunk = await self._entity_chunk(query, user_id) if include_entities else None
         except ToolError:
             raise  # a backend that knows its failure kind (Zep) reports it itself
@@ -143,7 +161,43 @@ class MemoryTool(Tool):
         if foreign:  # defence in depth: a backend bug must not leak another user's memory into this answer
             logger.error("memory recall for user %s returned %d items of other users; dropped", user_id, len(foreign))
         chunks = [self._chunk(item, session_id=session_id) for item in recalled if item.user_id == user_id]
+        if about_conversation:
+            chunks = [
+                chunk.model_copy(update={"metadata": {**chunk.metadata, "recalled_as": "conversation"}})
+                for chunk in chunks
+            ]
         return [*chunks, entity_chunk] if entity_chunk is not None else chunks
+
+    async def _with_recent(
+        self, recalled: list[RecalledExchange], user_id: str, session_id: str | None, limit: int
+    ) -> list[RecalledExchange]:
+        """For a question about the conversation: the topical matches plus the latest exchanges of this session
+        (of the user's sessions when this one has none), newest first, each once."""
+        history = self.recall
+        if not isinstance(history, ConversationHistory):
+            return recalled
+        recent = await history.history(user_id=user_id, session_id=session_id, limit=limit) if session_id else []
+        if not recent:
+            recent = await history.history(user_id=user_id, session_id=None, limit=limit)
+        known = {item.response_id for item in recalled}
+        latest = [
+            RecalledExchange(
+                response_id=record.response_id,
+                user_id=record.user_id,
+                session_id=record.session_id,
+                question=record.question,
+                answer=record.answer,
+                relevance=CONVERSATION_RELEVANCE,
+                asked_at=record.asked_at,
+                answered_at=record.answered_at,
+                citations=record.citations,
+                sources_used=record.sources_used,
+                answer_kind=record.answer_kind,
+            )
+            for record in reversed(recent)
+            if record.response_id not in known
+        ]
+        return [*latest, *recalled][: max(limit, len(latest))]
 
     async def _entity_chunk(self, query: str, user_id: str) -> ContextChunk | None:
         graph = self.recall
@@ -181,6 +235,8 @@ class MemoryTool(Tool):
         if answer:
             lines.append(f"The answer given then: {answer}")
         metadata: dict[str, Any] = {
+            "question": question,
+            "answer_kind": item.answer_kind,
             "session_id": item.session_id,
             "same_session": item.session_id == session_id,
             "asked_at": item.asked_at.isoformat() if item.asked_at else None,

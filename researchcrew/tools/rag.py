@@ -13,7 +13,14 @@ import logging
 from typing import TYPE_CHECKING, ClassVar
 
 from researchcrew.contracts.chunks import ContextChunk
-from researchcrew.errors import KnowledgeBaseError, KnowledgeBaseUnavailableError, ModelUnavailableError, ToolError
+from researchcrew.errors import (
+    KnowledgeBaseError,
+    KnowledgeBaseServerError,
+    KnowledgeBaseTimeoutError,
+    KnowledgeBaseUnavailableError,
+    ModelUnavailableError,
+    ToolError,
+)
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.tools.base import Tool
 
@@ -63,18 +70,24 @@ class RAGTool(Tool):
             raise ToolError("invalid_request", f"invalid filters: {error}") from error
         try:
             hits = await self.knowledge_base.asearch(query, top_k=count, min_relevance=threshold, filters=parsed)
+        except KnowledgeBaseTimeoutError as error:
+            raise ToolError("timeout", str(error)) from error
         except KnowledgeBaseUnavailableError as error:
             raise ToolError("unreachable", str(error)) from error
-        except KnowledgeBaseError as error:
+        except KnowledgeBaseServerError as error:
+            raise ToolError("http_error", str(error)) from error
+        except KnowledgeBaseError as error:  # refused, malformed or oversized
             raise ToolError("bad_response", str(error)) from error
         except ModelUnavailableError as error:
             raise ToolError("not_configured", str(error)) from error
-        return [to_context_chunk(hit, tool_name=self.name) for hit in hits]
+        return [to_context_chunk(hit, tool_name=self.name, query=query) for hit in hits]
 
 
-def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name) -> ContextChunk:
-    """A search hit as evidence: relevance, citation fields, and where in the document it sits."""
+def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name, query: str | None = None) -> ContextChunk:
+    """A search hit as evidence: relevance, citation fields, and where in the document it sits. ``query`` (what
+    was searched) is kept with the scores, which are relative to it."""
     metadata: dict[str, object] = {
+        **({"query": query} if query is not None else {}),
         **hit.metadata,
         "heading": hit.heading,
         "position": hit.position,

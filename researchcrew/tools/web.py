@@ -32,6 +32,7 @@ from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
 from researchcrew.settings import FirecrawlSettings
 from researchcrew.tools.base import Tool, rank_relevance
+from researchcrew.tools.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 
 if TYPE_CHECKING:
     from firecrawl import AsyncFirecrawl
@@ -213,7 +214,7 @@ def _build_client(settings: FirecrawlSettings) -> AsyncFirecrawl | None:
         return None
     from firecrawl import AsyncFirecrawl
 
-    return AsyncFirecrawl(
+    client = AsyncFirecrawl(
         # "" rather than None: with None the SDK reads FIRECRAWL_API_KEY itself; settings.py already did.
         api_key=key,
         api_url=(settings.api_url or FIRECRAWL_CLOUD_URL).rstrip("/"),
@@ -221,6 +222,20 @@ def _build_client(settings: FirecrawlSettings) -> AsyncFirecrawl | None:
         max_retries=1,  # the SDK counts attempts: 1 = no retry (see the module docstring)
         backoff_factor=0.0,
     )
+    _cap_responses(client, int(settings.max_response_mb * MEGABYTE))
+    return client
+
+
+def _cap_responses(client: AsyncFirecrawl, max_bytes: int) -> None:
+    """Read firecrawl-py's responses through ``CappedTransport``. The SDK builds its ``httpx.AsyncClient`` itself and
+    offers no transport option; its v2 client's ``async_http_client._client`` is that client (firecrawl-py 4.x).
+    Where a version lays it out otherwise, responses stay uncapped and that is logged once."""
+    http = getattr(getattr(getattr(client, "_v2_client", None), "async_http_client", None), "_client", None)
+    transport = getattr(http, "_transport", None)
+    if not isinstance(http, httpx.AsyncClient) or not isinstance(transport, httpx.AsyncBaseTransport):
+        logger.warning("firecrawl-py's HTTP client was not found; Firecrawl responses are not size-capped")
+        return
+    http._transport = CappedTransport(transport, max_bytes)
 
 
 def _tool_error(error: Exception) -> ToolError:
@@ -235,6 +250,8 @@ def _tool_error(error: Exception) -> ToolError:
             # e.g. HTTP 200 with {"success": false}: an answer we cannot use.
             return ToolError("bad_response", f"Firecrawl answered without results: {error}")
         return ToolError("http_error", f"Firecrawl answered HTTP {status}: {error}", status_code=status)
+    if isinstance(error, ResponseTooLargeError):
+        return ToolError("bad_response", f"Firecrawl sent too much: {error}")
     if isinstance(error, httpx.TimeoutException):
         return ToolError("timeout", f"Firecrawl did not answer in time ({type(error).__name__})")
     if isinstance(error, httpx.RemoteProtocolError):

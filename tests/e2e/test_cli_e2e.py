@@ -88,6 +88,6 @@ def test_ask_prints_answer_numbered_sources_and_what_each_source_did(cli_data_di
 def test_ask_with_an_invalid_setting_ends_with_one_clear_line(tmp_path: Path) -> None:
     env = {**offline_environment(tmp_path), "RESEARCHCREW_RETRIEVAL__NUM_RESULTS": "zero"}
     result = CliRunner().invoke(cli, ["ask", QUESTION], env=env)
-    assert result.exit_code == 1
-    assert result.stderr.startswith("Error: invalid settings: retrieval.num_results")
+    assert result.exit_code == 2  # a configuration error
+    assert result.stderr.startswith("Error: invalid setting RESEARCHCREW_RETRIEVAL__NUM_RESULTS:")
     assert "Traceback" not in result.output

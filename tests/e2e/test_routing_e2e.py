@@ -8,6 +8,7 @@ from pathlib import Path
 
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.memory.store import MemoryStore
+from researchcrew.settings import ConfidenceSettings
 from researchcrew.testing.llm import FakeLLM
 from tests.e2e.support import SpyTool, assert_every_claim_cited, evidence, offline_settings
 from tests.e2e.test_llm_answers import CHUNKS, QUESTION, draft
@@ -67,7 +68,10 @@ async def test_low_confidence_is_reformulated_twice_then_answered_with_uncertain
     ]
     tool = SpyTool(weak)
     events = []
-    async with ResearchAssistant(offline_settings(tmp_path), tools=[tool], remember=False) as assistant:
+    # Evidence this far off the question is normally not worth a reformulated search (see the next test); with the
+    # floor at 0 every weak result is, which is what this test follows through.
+    settings = offline_settings(tmp_path, confidence=ConfidenceSettings(reformulate_min_support=0.0))
+    async with ResearchAssistant(settings, tools=[tool], remember=False) as assistant:
         async for item in assistant.stream("How do quantum computers factor large integers?"):
             events.append(item)
     response = events.pop()
@@ -83,6 +87,27 @@ async def test_low_confidence_is_reformulated_twice_then_answered_with_uncertain
     decisions = [e.detail["decision"] for e in events if e.stage == "confidence" and e.status == "finished"]
     assert decisions == ["low_confidence", "low_confidence", "uncertain"]
     assert not [e for e in events if e.stage == "synthesize"]
+
+
+async def test_off_topic_evidence_gets_the_uncertainty_answer_at_once(tmp_path: Path) -> None:
+    """Evidence that shares words but not the subject (hot Jupiters, for a question about Jupiter's moons) is not
+    answered from, whatever relevance its source claims, and rewording the search cannot help."""
+    off_topic = [
+        evidence(
+            "hot-jupiters",
+            "We derive the frequencies of hot Jupiters with 3-5 day periods from the OGLE-III transit surveys.",
+            relevance=0.98,
+            title="Frequency of Hot Jupiters and Very Hot Jupiters from the OGLE-III Transit Surveys",
+        )
+    ]
+    tool = SpyTool(off_topic)
+    async with ResearchAssistant(offline_settings(tmp_path), tools=[tool], remember=False) as assistant:
+        response = await assistant.ask("How much gallium is on Jupiter's moons?")
+
+    assert tool.queries == ["How much gallium is on Jupiter's moons?"]  # no reformulation
+    assert response.answer_kind == "uncertainty" and response.confidence_level == "insufficient"
+    assert response.final_reason.startswith("confidence_too_low_clarify: the best evidence supports the question")
+    assert response.confidence < 0.45
 
 
 async def test_slow_model_at_the_deadline_gives_a_partial_extractive_answer(tmp_path: Path) -> None:

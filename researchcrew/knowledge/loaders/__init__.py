@@ -7,6 +7,8 @@ exception, so one bad file never stops an ingest.
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import glob
 import logging
 import os
@@ -28,6 +30,7 @@ __all__ = [
     "LoadResult",
     "LoaderError",
     "discover",
+    "expand_glob",
     "format_of",
     "load_file",
     "parse_field_map",
@@ -78,7 +81,7 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
         elif path.exists() or path.is_symlink():
             add(path)
         elif _GLOB_CHARS & set(text):
-            matches = sorted(glob.glob(text, recursive=True))
+            matches = expand_glob(text)
             if not matches:
                 found.issues.append(IngestIssue(file=text, reason="no files match this pattern"))
             for match in matches:
@@ -90,6 +93,65 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> Discovery:
         else:
             found.issues.append(IngestIssue(file=text, reason="no such file or directory"))
     return found
+
+
+def expand_glob(pattern: str) -> list[str]:
+    """The paths a glob matches, sorted. ``**`` (any depth) is walked by ``_walk_links_once``: links into folders
+    are followed, but never into a folder already being walked (a link to itself or an ancestor would make
+    ``glob.glob`` recurse until the path is too long, which on a real tree looks like a hang)."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    parts = Path(pattern).parts
+    fixed = next((i for i, part in enumerate(parts) if _GLOB_CHARS & set(part)), len(parts))
+    base = Path(*parts[:fixed]) if fixed else Path(".")
+    wanted = parts[fixed:]
+    if not base.is_dir():
+        return []
+    matches: list[str] = [os.path.join(str(base), "")] if fixed and _matches(tuple(wanted), ()) else []
+    for path in _walk_links_once(base):
+        relative = path.relative_to(base).parts
+        if relative and _matches(tuple(wanted), relative):
+            matches.append(str(path) if fixed else str(path.relative_to(base)))
+    return sorted(matches)
+
+
+def _walk_links_once(base: Path) -> list[Path]:
+    """Every file and folder below ``base``; links are followed, each real folder is entered once."""
+    seen: set[tuple[int, int]] = set()
+    found: list[Path] = []
+    for root, directories, names in os.walk(base, followlinks=True):
+        try:
+            status = os.stat(root)
+        except OSError:
+            directories[:] = []
+            continue
+        identity = (status.st_dev, status.st_ino)
+        if identity in seen:
+            logger.info("not walking %s again: it links to a folder already walked", root)
+            directories[:] = []
+            continue
+        seen.add(identity)
+        directories.sort()
+        found += [Path(root, name) for name in directories]
+        found += [Path(root, name) for name in sorted(names)]
+    return found
+
+
+def _matches(pattern: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """Glob matching by path segments: ``**`` is any number of folders; ``*`` never matches a hidden name."""
+
+    @functools.cache
+    def match(i: int, j: int) -> bool:
+        if i == len(pattern):
+            return j == len(path)
+        if pattern[i] == "**":
+            return match(i + 1, j) or (j < len(path) and not path[j].startswith(".") and match(i, j + 1))
+        if j == len(path):
+            return False
+        hidden_ok = pattern[i].startswith(".") or not path[j].startswith(".")
+        return hidden_ok and fnmatch.fnmatchcase(path[j], pattern[i]) and match(i + 1, j + 1)
+
+    return match(0, 0)
 
 
 def _walk(folder: Path, add: Callable[[Path], None], found: Discovery) -> None:
@@ -153,3 +215,6 @@ def load_file(path: Path, *, field_map: Mapping[str, str] | None = None) -> Load
         return load_jsonl(path, field_map)
     except LoaderError as error:
         return LoadResult(issues=[IngestIssue(file=str(path), reason=str(error))], complete=False)
+    except RecursionError:  # a pathologically nested document: one bad file, never the whole ingest
+        reason = "nested too deeply to read (thousands of levels); skipped"
+        return LoadResult(issues=[IngestIssue(file=str(path), reason=reason)], complete=False)

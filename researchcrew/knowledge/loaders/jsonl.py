@@ -32,6 +32,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "authors": ("authors", "author", "creators"),
 }
 _MAX_METADATA_CHARS = 2_000  # a metadata value larger than this (embedded blobs) is left out
+TOO_DEEP = "nested too deeply to read (thousands of levels); skipped"
 
 
 class FieldMapError(ValueError):
@@ -77,6 +78,9 @@ def load_jsonl(path: Path, field_map: Mapping[str, str] | None = None) -> LoadRe
         except json.JSONDecodeError as error:
             _skip(result, path, number, f"not valid JSON ({error.msg} at column {error.colno})")
             continue
+        except RecursionError:
+            _skip(result, path, number, TOO_DEEP)
+            continue
         if not isinstance(record, dict):
             _skip(result, path, number, f"a JSON {type(record).__name__}, not an object")
             continue
@@ -84,6 +88,9 @@ def load_jsonl(path: Path, field_map: Mapping[str, str] | None = None) -> LoadRe
             document = _document(record, mapping, key=key, path=path, line=number)
         except ValueError as error:
             _skip(result, path, number, str(error))
+            continue
+        except RecursionError:  # a shallow-enough record whose fields nest too deeply to walk
+            _skip(result, path, number, TOO_DEEP)
             continue
         record_id = document.source_key.split("#", 1)[1]
         if record_id in seen:
@@ -166,5 +173,5 @@ def _text(value: Any) -> str:
 def _small_json(value: Any) -> bool:
     try:
         return len(json.dumps(value, default=str)) <= _MAX_METADATA_CHARS
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False

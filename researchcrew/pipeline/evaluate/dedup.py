@@ -20,6 +20,10 @@ Decisions (thresholds from ``EvaluationSettings``):
 - below: unique.
 Chunks removed as duplicates are not used as references for later ones (the kept chunk already covers them).
 
+A chunk that repeats a better one *but disagrees with it* (``keep_apart``: another number, the opposite direction,
+a negation; see ``disagreement``) is neither removed nor penalised: the two are the two sides of a disagreement,
+and the Evaluator reports them as a contradiction. That check comes first, so dedup can never delete one side.
+
 Cost: linear in the total text. Shingles are integer hashes; an inverted index (shingle → better chunks) counts
 a chunk's overlap with all better chunks in one pass over its own shingles, so unrelated chunks cost nothing.
 """
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Literal
@@ -78,9 +82,11 @@ def find_duplicates(
     *,
     duplicate_threshold: float,
     redundancy_threshold: float,
+    keep_apart: Callable[[int, int], bool] | None = None,
 ) -> list[DedupDecision]:
     """Decide for every shingle set (see ``shingles``), visiting them in ``order`` (best first), against the better
     ones kept so far. Returns one decision per index of ``sets`` (indices missing from ``order`` are ``unique``).
+    ``keep_apart(worse, better)`` says that two overlapping chunks disagree: the worse one is then kept, unique.
     """
     order_rank = {index: rank for rank, index in enumerate(order)}
     decisions = [DedupDecision("unique")] * len(sets)
@@ -95,6 +101,8 @@ def find_duplicates(
             # Most shared shingles; among equals the better (earlier) reference, for a stable choice.
             other, shared = max(overlap.items(), key=lambda item: (item[1], -order_rank[item[0]]))
             value = shared / len(mine)
+            if value >= redundancy_threshold and keep_apart is not None and keep_apart(index, other):
+                value = 0.0  # two sides of a disagreement: neither a duplicate nor redundant
             if value >= duplicate_threshold:
                 decisions[index] = DedupDecision("duplicate", other, value)
                 continue

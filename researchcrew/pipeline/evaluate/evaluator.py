@@ -7,7 +7,9 @@ contradictions, and only when one is given. The steps, in order:
    an earlier ``chunk_id`` is removed as ``invalid`` (citations are resolved by id, so ids must be unique).
 2. **Score** every received chunk (``scoring``): reputation, recency, relevance, weighted.
 3. **Deduplicate** best first (``dedup``): near-identical chunks are removed as ``duplicate`` of the better one;
-   similar ones keep their place with the seed's redundancy penalty (score × 0.5).
+   similar ones keep their place with the seed's redundancy penalty (score × 0.5). Before either, the pair is
+   checked for a *disagreement* (``disagreement``: another number, the opposite direction, a negation): two such
+   chunks are both kept, unpenalised, and reported as a contradiction — dedup never deletes one side of one.
 4. **Filter**: chunks scoring below ``quality_threshold`` are removed as ``below_threshold``, the score and its
    components in the reason. If that removes *everything*, nothing is kept: garbage is not promoted to evidence.
    The kept list is then empty, the Flow's confidence check sees no evidence and answers with an uncertainty
@@ -42,6 +44,7 @@ from researchcrew.contracts.evaluator import (
 from researchcrew.pipeline.evaluate.adjudication import adjudicate
 from researchcrew.pipeline.evaluate.contradictions import detect_contradictions
 from researchcrew.pipeline.evaluate.dedup import find_duplicates, shingles
+from researchcrew.pipeline.evaluate.disagreement import disagreement
 from researchcrew.pipeline.evaluate.scoring import ScoreParts, Scorer
 from researchcrew.settings import EvaluationSettings
 
@@ -128,11 +131,20 @@ class EvaluatorAgent:
 
         candidates = [i for i in range(len(chunks)) if i not in removals]
         best_first = sorted(candidates, key=lambda i: (-parts[i].score, i))
+        disagreements: dict[tuple[int, int], ContradictionRecord] = {}
+
+        def keep_apart(worse: int, better: int) -> bool:
+            record = disagreement(chunks[better], chunks[worse], tolerance=self.settings.numeric_tolerance)
+            if record is not None:
+                disagreements[(better, worse)] = record
+            return record is not None
+
         decisions = find_duplicates(
             shingle_sets,
             best_first,
             duplicate_threshold=self.settings.duplicate_threshold,
             redundancy_threshold=self.settings.redundancy_threshold,
+            keep_apart=keep_apart,
         )
         similar_to: dict[int, str] = {}
         for index in best_first:
@@ -183,7 +195,9 @@ class EvaluatorAgent:
                 query_text=request.aggregated_context.query_text, chunks=[scored[i] for i in kept]
             ),
             quality_stats=quality_statistics(final, [final[i] for i in kept]),
-            contradictions_found=self._contradictions([chunks[i] for i in kept]),
+            contradictions_found=self._contradictions(
+                [chunks[i] for i in kept], [r for (a, b), r in disagreements.items() if a in kept and b in kept]
+            ),
             removal_rationale=[removals[i] for i in sorted(removals)],
             rejected_chunks=[scored[i] for i in rejected],
             execution_time_ms=(time.perf_counter() - started) * 1000.0,
@@ -223,9 +237,21 @@ class EvaluatorAgent:
             components=components,
         )
 
-    def _contradictions(self, chunks: Sequence[ContextChunk]) -> list[ContradictionRecord]:
+    def _contradictions(
+        self, chunks: Sequence[ContextChunk], near_duplicates: Sequence[ContradictionRecord] = ()
+    ) -> list[ContradictionRecord]:
+        """Disagreements among the kept chunks: those dedup found between near-identical passages first (certain:
+        the rest of the text is the same), then the detector's; one record per pair of chunks and kind."""
         if len(chunks) < 2 or self.settings.max_contradictions == 0:
             return []
-        return detect_contradictions(
+        found = list(near_duplicates) + detect_contradictions(
             chunks, tolerance=self.settings.numeric_tolerance, limit=self.settings.max_contradictions
         )
+        pairs: set[tuple[frozenset[str], str]] = set()
+        unique: list[ContradictionRecord] = []
+        for record in found:
+            pair = (frozenset((record.chunk_id_a, record.chunk_id_b)), record.kind)
+            if pair not in pairs:
+                pairs.add(pair)
+                unique.append(record)
+        return unique[: self.settings.max_contradictions]

@@ -1,0 +1,242 @@
+"""Support: how well a piece of evidence matches the question that was asked, measured the same way for every source.
+
+A source's own relevance is not comparable across sources and is easily fooled: web and arXiv give only a rank (the
+first hit of any search gets 0.9), and the knowledge base's fused score rewards shared words, so "How much gallium
+is on Jupiter's moons?" found hot-Jupiter abstracts at relevance 0.98 and was answered with confidence. Support
+asks the question directly:
+
+* **semantic** — the question and the passage (title + text) embedded by the shared model; their cosine mapped
+  linearly from ``semantic_floor`` (no match, 0) to ``semantic_full`` (a full match, 1);
+* **coverage** — the share of the question's content words (stemmed) that the passage contains: what it asks
+  about must be there ("gallium" is in no abstract of the demo corpus);
+* ``support = (1 − coverage_weight) × semantic + coverage_weight × coverage``.
+
+Conversation memory gets three more rules, because an earlier exchange quotes the user:
+
+* an exchange recalled for a question *about the conversation* ("what did I ask before?") supports it fully
+  (``conversation_support``): it is exactly what was asked for;
+* an earlier answer that was itself an uncertainty answer or a refusal supports nothing (it said nothing);
+* the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
+  codename), except a clause that merely repeats the current question, which is not evidence of anything.
+
+Cost: the int8 model embeds one text per call, so the number of texts is what a question pays. Knowledge-base hits
+found for the question itself already carry the question–passage cosine their search computed with the same model
+(``metadata["scores"]["dense"]``) and are not embedded again; web and arXiv passages are embedded once (title and
+the first ``PASSAGE_CHARS``); of memory, only the ``MEMORY_CHUNKS`` most relevant exchanges, a few clauses and
+sentences each.
+
+``EmbeddingSupport`` is what the assembled pipeline uses; ``relevance_support`` (each source's own relevance) is the
+fallback without a model, and what scripted test stages use. Neither raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import numpy as np
+
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
+from researchcrew.errors import ModelUnavailableError
+from researchcrew.settings import ConfidenceSettings
+from researchcrew.text.sentences import split_sentences
+from researchcrew.text.terms import content_terms, term_set
+
+if TYPE_CHECKING:
+    from researchcrew.embedding.embedder import Embedder
+
+logger = logging.getLogger(__name__)
+
+SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answer"]
+PASSAGE_CHARS = 1_000  # enough for the model's view of a passage; more text only costs time
+MEMORY_CLAUSES = 3  # of an earlier question
+MEMORY_SENTENCES = 2  # of an earlier answer (its opening says what it answered)
+MEMORY_CHUNKS = 3  # the most relevant recalled exchanges are measured; the rest keep their recall relevance
+REPEAT_COSINE = 0.92  # an earlier question this close to the current one is the same question asked again
+_CACHE_SIZE = 2_048
+_ANSWER_MARK = "The answer given then:"
+_CLAUSE = re.compile(r"(?<=[,;:?!.])\s+")
+NO_ANSWER_KINDS = frozenset({"uncertainty", "refusal"})
+
+
+@dataclass(frozen=True)
+class Support:
+    """How well one piece of evidence supports the question."""
+
+    score: float  # in [0, 1]
+    semantic: float | None  # the question–passage cosine it came from (None when not measured)
+    coverage: float  # share of the question's content words the passage contains
+    basis: SupportBasis
+
+
+class SupportScorer(Protocol):
+    """Scores evidence against the question: chunk id → ``Support``. Never raises."""
+
+    async def __call__(self, question: str, chunks: Sequence[ContextChunk], /) -> dict[str, Support]: ...
+
+
+def coverage(question: str, chunk: ContextChunk) -> float:
+    """Share of the question's content words (stemmed, stopwords left out) found in the chunk's title and text."""
+    wanted = content_terms(question)
+    if not wanted:
+        return 1.0  # a question without content words asks about nothing in particular
+    found = term_set(f"{chunk.title or ''} {chunk.content}")
+    return sum(term in found for term in wanted) / len(wanted)
+
+
+async def relevance_support(question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
+    """Without a model: each source's own relevance stands in for support (the pre-issue-13 gate)."""
+    return {
+        chunk.chunk_id: Support(chunk.semantic_relevance, None, coverage(question, chunk), "source_relevance")
+        for chunk in chunks
+    }
+
+
+def about_conversation(chunk: ContextChunk) -> bool:
+    """A memory chunk recalled because the question is about the conversation itself."""
+    return chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("recalled_as") == "conversation"
+
+
+class EmbeddingSupport:
+    """Support measured with the shared embedding model (see the module docstring). Results are cached per
+    (question, chunk), so a reformulated search does not embed the same passages again."""
+
+    def __init__(self, embedder: Embedder, settings: ConfidenceSettings | None = None) -> None:
+        self.embedder = embedder
+        self.settings = settings or ConfidenceSettings()
+        self._cache: OrderedDict[tuple[str, str, str], Support] = OrderedDict()
+
+    async def __call__(self, question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
+        if not chunks:
+            return {}
+        try:
+            return await asyncio.to_thread(self.score, question, chunks)
+        except (ModelUnavailableError, RuntimeError, ValueError, OSError) as error:
+            # The model failing mid-run must not sink the answer: fall back to the sources' own relevance.
+            logger.warning("measuring support with the embedding model failed (%s); using source relevance", error)
+            return await relevance_support(question, chunks)
+
+    def score(self, question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
+        """The blocking part: embed what is not cached, in one batch."""
+        result: dict[str, Support] = {}
+        todo: list[ContextChunk] = []
+        for chunk in chunks:
+            cached = self._cache.get(self._key(question, chunk))
+            if cached is not None:
+                result[chunk.chunk_id] = cached
+            else:
+                todo.append(chunk)
+        if todo:
+            result.update(self._measure(question, todo))
+        return result
+
+    def semantic(self, cosine: float) -> float:
+        floor, full = self.settings.semantic_floor, self.settings.semantic_full
+        return float(min(1.0, max(0.0, (cosine - floor) / (full - floor))))
+
+    def _measure(self, question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
+        weight = self.settings.coverage_weight
+        texts: list[str] = []
+        owners: list[int] = []  # which chunk each text belongs to
+        repeats: list[bool] = []  # texts that restate an earlier question (dropped if they repeat this one)
+        fixed: dict[int, Support] = {}
+        best = [-1.0] * len(chunks)
+        memory = sorted(
+            (i for i, c in enumerate(chunks) if c.source_type == MEMORY_SOURCE_TYPE),
+            key=lambda i: -chunks[i].semantic_relevance,
+        )
+        measured_memory = set(memory[:MEMORY_CHUNKS])
+        for index, chunk in enumerate(chunks):
+            share = coverage(question, chunk)
+            if about_conversation(chunk):
+                fixed[index] = Support(self.settings.conversation_support, None, share, "conversation")
+                continue
+            if chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("answer_kind") in NO_ANSWER_KINDS:
+                fixed[index] = Support(0.0, None, share, "no_answer")
+                continue
+            if chunk.source_type == MEMORY_SOURCE_TYPE and index not in measured_memory:
+                fixed[index] = Support(
+                    chunk.semantic_relevance * (1 - weight) + weight * share, None, share, "source_relevance"
+                )
+                continue
+            known = _searched_cosine(chunk, question)
+            if known is not None:
+                best[index] = known
+                continue
+            for text, is_question in _passages(chunk):
+                texts.append(text)
+                owners.append(index)
+                repeats.append(is_question)
+        if texts:
+            query = self.embedder.embed_query(question)
+            vectors = self.embedder.embed_documents(texts)
+            cosines = vectors @ query
+            for text_index, cosine in enumerate(np.asarray(cosines, dtype=float)):
+                if repeats[text_index] and cosine >= REPEAT_COSINE:
+                    continue  # the same question asked again is not evidence
+                owner = owners[text_index]
+                best[owner] = max(best[owner], float(cosine))
+        measured: dict[str, Support] = {}
+        for index, chunk in enumerate(chunks):
+            support = fixed.get(index)
+            if support is None:
+                share = coverage(question, chunk)
+                cosine = best[index] if best[index] > -1.0 else None
+                semantic = self.semantic(cosine) if cosine is not None else 0.0
+                score = round((1 - weight) * semantic + weight * share, 4)
+                support = Support(score, None if cosine is None else round(cosine, 4), round(share, 4), "embedding")
+            measured[chunk.chunk_id] = support
+            self._remember(self._key(question, chunk), support)
+        return measured
+
+    def _key(self, question: str, chunk: ContextChunk) -> tuple[str, str, str]:
+        return (question, chunk.chunk_id, chunk.content[:64])
+
+    def _remember(self, key: tuple[str, str, str], support: Support) -> None:
+        self._cache[key] = support
+        self._cache.move_to_end(key)
+        while len(self._cache) > _CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+
+def _searched_cosine(chunk: ContextChunk, question: str) -> float | None:
+    """The question–passage cosine a knowledge-base search already computed (same model), when the chunk has it
+    for this very question (a reformulated search scored it against other words)."""
+    if chunk.metadata.get("query") != question:
+        return None
+    scores = chunk.metadata.get("scores")
+    dense = scores.get("dense") if isinstance(scores, dict) else None
+    return float(dense) if isinstance(dense, int | float) and not isinstance(dense, bool) else None
+
+
+def _passages(chunk: ContextChunk) -> list[tuple[str, bool]]:
+    """What of a chunk is compared with the question: the passage itself; for conversation memory, the earlier
+    question clause by clause (flagged, so a mere repeat of the current question is dropped) and the earlier answer
+    sentence by sentence."""
+    if chunk.source_type != MEMORY_SOURCE_TYPE:
+        return [(f"{chunk.title or ''}\n{chunk.content}"[:PASSAGE_CHARS], False)]
+    earlier = str(chunk.metadata.get("question") or "")
+    answer = chunk.content.split(_ANSWER_MARK, 1)[1] if _ANSWER_MARK in chunk.content else ""
+    if not earlier and not answer:
+        return [(chunk.content[:PASSAGE_CHARS], False)]
+    passages = [(earlier[:PASSAGE_CHARS], True)] if earlier else []
+    clauses = [clause.strip() for clause in _CLAUSE.split(earlier) if len(clause.split()) >= 3]
+    passages += [(clause, True) for clause in clauses[:MEMORY_CLAUSES] if clause != earlier]
+    passages += [(sentence, False) for sentence in split_sentences(answer)[:MEMORY_SENTENCES] if sentence.strip()]
+    return passages
+
+
+__all__ = [
+    "EmbeddingSupport",
+    "Support",
+    "SupportBasis",
+    "SupportScorer",
+    "about_conversation",
+    "coverage",
+    "relevance_support",
+]
