@@ -24,7 +24,19 @@ HOUR = NOW.replace(minute=0, second=0)
 
 
 def _tool() -> FakeTool:
-    return FakeTool("rag", chunks=[fake_chunk("rag", 1, content="Flaky tests fail at random.", semantic_relevance=0.9)])
+    # Evidence for both questions the jobs here ask: an answer needs evidence that supports its own question.
+    return FakeTool(
+        "rag",
+        chunks=[
+            fake_chunk("rag", 1, content="A flaky test is a test that fails at random.", semantic_relevance=0.9),
+            fake_chunk(
+                "rag",
+                2,
+                content="RAG is retrieval-augmented generation: answers grounded in retrieved passages.",
+                semantic_relevance=0.9,
+            ),
+        ],
+    )
 
 
 async def _backdate(jobs: Jobs, name: str, days: float) -> None:
