@@ -195,7 +195,7 @@ class Runtime:
             from researchcrew.pipeline.remember.agent import MemoryAgent
 
             self._memory_agent = MemoryAgent(store, llm=llm, zep_outbox=await self.outbox_worker())
-        return assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=self._memory_agent)
+        return assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=self._memory_agent, memory_store=store)
 
     # The question pipeline ------------------------------------------------------------------------------------
     async def ask(
@@ -226,6 +226,10 @@ class Runtime:
         finally:
             if not task.done():
                 task.cancel()
+
+    async def last_session(self, user_id: str) -> str | None:
+        """The session of ``user_id``'s latest remembered exchange (None: nothing remembered yet)."""
+        return await (await self.memory_store()).last_session(user_id=user_id)
 
     async def learned_preferences(self, user_id: str) -> UserPreferences:
         """What the Memory stage has learned about how ``user_id`` likes answers (defaults without a store)."""

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from researchcrew.contracts._base import Contract, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContext
+from researchcrew.contracts.follow_up import QuestionRewrite, TokenUsage
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
 
 ConfidenceLevel = Literal["high", "medium", "low", "insufficient"]
@@ -195,6 +196,21 @@ class FinalResponse(Contract):
     reformulations: list[str] = Field(default_factory=list, description="Reformulated queries that were tried.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When answered (UTC).")
     execution_time_ms: NonNegativeMs = Field(default=0.0, description="Wall time of the whole run.")
+
+    # ---- Follow-up questions and token usage (issue 11) ----------------------------------------------------------
+    # ``query.text`` stays the question as asked; ``rewrite`` says what was researched instead, when it differs.
+    rewrite: QuestionRewrite | None = Field(
+        default=None,
+        description="Set when the question was a follow-up, rewritten from the session's recent exchanges into a "
+        "stand-alone question before retrieval (``rewrite.standalone`` is what was researched); None when the "
+        "question was researched as asked.",
+    )
+    token_usage: TokenUsage = Field(
+        default_factory=TokenUsage,
+        description="Tokens the LLM stages spent on this answer, per stage (prompt/completion/total); zero without "
+        "an LLM. Background entity extraction is not included.",
+    )
+    # ---- end of issue 11 -----------------------------------------------------------------------------------------
 
 
 class CoverageMetrics(Contract):

@@ -61,7 +61,7 @@ _FORMAT_GUIDANCE: dict[ResponseFormat, str] = {
 }
 
 _DELIMITER_RUN = re.compile(r"<(?:\s*<){2,}|>(?:\s*>){2,}")
-_FENCE_WORDS = re.compile(r"\bEND\s+(?:EVIDENCE|QUESTION|DISAGREEMENT|PREVIOUS\s+REPLY)\b", re.IGNORECASE)
+_FENCE_WORDS = re.compile(r"\bEND\s+(?:EVIDENCE|QUESTION|DISAGREEMENT|PREVIOUS\s+REPLY|CONVERSATION)\b", re.IGNORECASE)
 _INVISIBLE = {"Cf", "Cc", "Cs", "Co", "Cn"}
 
 
