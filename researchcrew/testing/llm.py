@@ -29,6 +29,7 @@ from typing import Any
 
 from crewai import BaseLLM
 from crewai.events.types.llm_events import LLMCallType
+from crewai.events.utils.console_formatter import set_suppress_console_output
 from crewai.llms.base_llm import llm_call_context
 from pydantic import PrivateAttr
 
@@ -97,7 +98,13 @@ class FakeLLM(BaseLLM):
                     raise response
                 reply = response(normalized) if callable(response) else response
             except BaseException as error:
-                self._emit_call_failed_event(error=f"{type(error).__name__}: {error}")
+                # A scripted failure is a test of a failure path: close the call's event scope as a provider would,
+                # without crewAI's "LLM Error" console panel (the suppression is a context variable: this call only).
+                quiet = set_suppress_console_output(True)
+                try:
+                    self._emit_call_failed_event(error=f"{type(error).__name__}: {error}")
+                finally:
+                    quiet.var.reset(quiet)  # type: ignore[attr-defined]
                 raise
             usage: dict[str, int] | None = None
             if self.report_usage:
