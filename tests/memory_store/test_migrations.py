@@ -17,8 +17,8 @@ from sqlalchemy.engine import Connection
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory import db
 from researchcrew.memory.models import Base
-from researchcrew.memory.records import SessionSummary
 from researchcrew.memory.recall import encode_vector
+from researchcrew.memory.records import SessionSummary
 from researchcrew.memory.store import MemoryStore, exchange_text, message_id
 from tests.conftest import PROJECT_ROOT
 from tests.memory_store.conftest import Database, add
