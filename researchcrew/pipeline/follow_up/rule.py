@@ -52,6 +52,7 @@ from researchcrew.pipeline.follow_up.words import (
     word_list,
 )
 from researchcrew.pipeline.guard import check_question
+from researchcrew.text.terms import content_terms
 
 MAX_REWRITABLE_CHARS = 500  # a longer message is not a terse follow-up
 MAX_ELLIPSIS_WORDS = 6
@@ -112,11 +113,15 @@ def _body_and_end(text: str) -> tuple[str, str]:
 
 
 def _finish(question: str, text: str, reason: str) -> Rewrite:
+    """The rewrite, when it is usable and adds something: "What about flaky tests?" after "What is X?" would
+    become "What are flaky tests?" — no word the user did not already give, so the question is left as asked."""
     text = " ".join(text.split())
     if question[:1].isupper() and text[:1].islower():
         text = text[0].upper() + text[1:]
     if text == question.strip() or len(text) > MAX_QUERY_CHARS or not check_question(text).allowed:
         return unchanged(question, "the rule produced no usable rewrite")
+    if not set(content_terms(text)) - set(content_terms(question)):
+        return unchanged(question, "the rewrite would add nothing to the question")
     return Rewrite(question=text, method="rule", reason=reason)
 
 

@@ -34,7 +34,7 @@ _TRAILERS = re.compile(
     r"in\s+(?:simple|plain)\s+(?:terms|words|english)|in\s+(?:a\s+)?nutshell|briefly|in\s+short|in\s+detail)$",
     _FLAGS,
 )
-_DETERMINER = re.compile(r"^(?:a|an|the|some|any)\s+", _FLAGS)
+_DETERMINER = re.compile(r"^(?:a|an|some|any)\s+", _FLAGS)  # "the" stays: "the GIL", "the former"
 _ASPECT_OF = re.compile(
     r"^(?:the\s+)?(?:(?:main|key|major|common|biggest|typical|current|known|most\s+\w+|\w+est)\s+)*"
     r"(?P<aspect>[\w\-]+)\s+(?:of|for|behind|in)\s+(?P<rest>.+)$",
@@ -116,8 +116,9 @@ def _looks_like_subject(phrase: str) -> bool:
 
 
 def clean_phrase(phrase: str) -> str | None:
-    """A noun phrase as a subject: end punctuation, leading articles and trailing fillers off; "the limitations of
-    X" → X, "X's accuracy" → X. None when what is left is not a usable subject."""
+    """A noun phrase as a subject: end punctuation, "a"/"an" and trailing fillers off ("the" is kept: it reads
+    right where the subject is put back); "the limitations of X" → X, "X's accuracy" → X. None when what is left
+    is not a usable subject."""
     text = _strip_end(phrase).strip(" ,;:\"'“”()")
     for _ in range(3):  # "the main limitations of the attention mechanism in transformers" peels in steps
         before = text

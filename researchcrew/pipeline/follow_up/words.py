@@ -76,7 +76,7 @@ OBJECT_VERBS = _words(
 VAGUE_WORDS = _words(
     """thing things way ways something anything everything nothing one ones stuff new best better good bad main
     other others same different difference differences happening going point case cases part parts lot lots
-    question questions answer answers here there now then today this that it""".replace("\n", " ")
+    question questions answer answers here there now then today this that it the a an""".replace("\n", " ")
 )
 
 # Words a bare follow-up is made of besides its aspect ("What are the main limitations?", "Any examples?").
