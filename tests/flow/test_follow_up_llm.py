@@ -95,3 +95,30 @@ def test_the_conversation_and_the_question_are_fenced() -> None:
 )
 def test_parse_reply(reply: str, expected: str | None) -> None:
     assert parse_reply(reply, "What are its limitations?") == expected
+
+
+async def test_crewai_llm_class_rewrites_through_an_openai_compatible_server_and_its_tokens_are_metered() -> None:
+    from researchcrew.contracts import TokenCount
+    from researchcrew.llm import build_llm
+    from researchcrew.llm.usage import UsageMeter
+    from researchcrew.settings import LLMSettings
+    from tests.loopback.openai import openai_server
+
+    rewritten = "Which tools support metamorphic testing in Python?"
+    with openai_server([rewritten], api_key="sk-loopback") as (server, service):
+        llm = build_llm(
+            LLMSettings(model="openai/test-model", base_url=f"{server.url}/v1", api_key="sk-loopback", max_retries=0)
+        )
+        assert llm is not None
+        meter = UsageMeter()
+        with meter.stage("follow_up"):
+            result = await llm_rewriter(llm, timeout_s=5)("Which tools support it in Python?", MT_SESSION)
+
+    assert (result.question, result.method) == (rewritten, "llm")
+    [body] = service.bodies
+    assert [m["role"] for m in body["messages"]] == ["system", "user"] and "<<<QUESTION>>>" in body["messages"][1][
+        "content"
+    ]
+    # The loopback server answers with OpenAI's usage block: 412 prompt tokens, len(content) // 4 completion tokens.
+    assert meter.usage().follow_up == TokenCount.of(412, len(rewritten) // 4)
+    assert meter.usage().total == meter.usage().follow_up
