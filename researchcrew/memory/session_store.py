@@ -87,6 +87,12 @@ async def sessions_of(session: AsyncSession, *, user_id: str) -> list[SessionSum
 
 
 async def last_session(session: AsyncSession, *, user_id: str) -> str | None:
-    """The session of the user's latest exchange (by insertion order: ids never repeat), or None."""
-    stmt = select(ExchangeRow.session_id).where(ExchangeRow.user_id == user_id).order_by(ExchangeRow.id.desc()).limit(1)
+    """The session of the user's most recently asked question, or None. By the time asked, not stored: memory is
+    written in the background, so an earlier question of another session may be stored after a later one."""
+    stmt = (
+        select(ExchangeRow.session_id)
+        .where(ExchangeRow.user_id == user_id)
+        .order_by(ExchangeRow.asked_at.desc(), ExchangeRow.id.desc())
+        .limit(1)
+    )
     return (await session.execute(stmt)).scalar_one_or_none()

@@ -337,7 +337,7 @@ class MemoryStore:
 
     @_guarded("last_session")
     async def last_session(self, *, user_id: str) -> str | None:
-        """The session of the user's latest stored exchange (what ``researchcrew ask --continue`` continues)."""
+        """The session of the user's most recently asked, remembered question (what ``ask --continue`` continues)."""
         async with self._read() as session:
             return await session_store.last_session(session, user_id=user_id)
 

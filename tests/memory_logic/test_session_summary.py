@@ -156,3 +156,18 @@ async def test_a_session_without_a_summary_is_summarised_from_its_history(store:
         summary.recent[-1].subjects == ["SciFact"] and summary.recent[-1].answer_gist == "A claim verification dataset."
     )
     assert summary_from_history([], user_id="ada", session_id="s1") is None
+
+
+def test_turns_remembered_out_of_order_are_kept_in_the_order_asked() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    later = turn_of(
+        "What are its limitations?", "What are its limitations?", "", answered=True, asked_at=t0 + timedelta(minutes=1)
+    )
+    earlier = turn_of("What is BM25?", "What is BM25?", "", answered=True, asked_at=t0)
+    summary = summary_after(
+        summary_after(None, later, user_id="a", session_id="s"), earlier, user_id="a", session_id="s"
+    )
+    assert [t.question for t in summary.recent] == ["What is BM25?", "What are its limitations?"]
+    assert summary.last_turn is not None and summary.last_turn.question == "What are its limitations?"

@@ -77,4 +77,7 @@ async def test_the_last_session_is_the_one_of_the_latest_exchange(store: MemoryS
     assert await store.last_session(user_id="ada") == "s2"
     await add(store, "ada", "s1", "And its variants?", "BM25F and BM25+.", minutes=3)
     assert await store.last_session(user_id="ada") == "s1"
+    # Stored late (memory is written in the background) but asked before: it does not make s3 the last session.
+    await add(store, "ada", "s3", "What is ColBERT?", "A late-interaction retriever.", minutes=2)
+    assert await store.last_session(user_id="ada") == "s1"
     assert await store.last_session(user_id="bob") == "s9"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.memory.records import ExchangeRecord, SessionSummary, SessionTurn
@@ -31,6 +31,7 @@ MAX_TOPIC_CHARS = 80
 # 10 topics of 80 characters and 4 turns of 3 × 200 characters with their labels fit, so the cut below is only a
 # guard; the prompt never grows with the session.
 MAX_SUMMARY_CHARS = 4_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MARKER = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
 _EXTRACTIVE_NOTICE = re.compile(r"^_[^_]*_$")
 
@@ -92,11 +93,13 @@ def summary_after(
 ) -> SessionSummary:
     """The summary once ``turn`` has happened (see the module docstring for the bounds)."""
     base = previous or SessionSummary(user_id=user_id, session_id=session_id)
+    # In the order asked: exchanges are remembered in the background and may be stored out of order.
+    recent = sorted([*base.recent, turn], key=lambda t: (t.asked_at is None, t.asked_at or _EPOCH))
     return SessionSummary(
         user_id=user_id,
         session_id=session_id,
         turns=base.turns + 1,
-        recent=[*base.recent, turn][-RECENT_TURNS:],
+        recent=recent[-RECENT_TURNS:],
         topics=_topics_after(base.topics, turn.subjects),
         updated_at=base.updated_at,
     )
