@@ -128,6 +128,9 @@ class ResearchStages:
         except MemoryStoreError as error:
             logger.warning("the session summary could not be read (%s); the question is researched as asked", error)
             return unchanged(question, "the session's summary could not be read")
+        except Exception:  # the outermost guard around a pluggable loader: a bug must not sink the question
+            logger.exception("the session summary loader raised; the question is researched as asked")
+            return unchanged(question, "the session's summary could not be read")
         if summary is None or summary.last_turn is None:
             return unchanged(question, "no earlier exchange in this session")
         left = budget - (asyncio.get_running_loop().time() - started)

@@ -92,7 +92,10 @@ async def test_a_summary_that_cannot_be_read_or_hangs_does_not_sink_the_question
         await asyncio.sleep(60)
         return None
 
-    for loader in (broken, hung):
+    async def buggy(user_id: str, session_id: str) -> SessionSummary | None:
+        raise KeyError("a bug in a custom loader")
+
+    for loader in (broken, hung, buggy):
         retriever = ScriptedRetriever([relevant_chunk("a", 0.8)])
         stages = scripted_stages(retriever, session_context=loader, follow_up_budget_s=0.3)
         response = await run_question(stages, request())

@@ -111,8 +111,13 @@ async def test_crewai_llm_class_rewrites_through_an_openai_compatible_server_and
         )
         assert llm is not None
         meter = UsageMeter()
-        with meter.stage("follow_up"):
-            result = await llm_rewriter(llm, timeout_s=5)("Which tools support it in Python?", MT_SESSION)
+        try:
+            with meter.stage("follow_up"):
+                result = await llm_rewriter(llm, timeout_s=5)("Which tools support it in Python?", MT_SESSION)
+        finally:
+            # crewAI's OpenAI provider keeps its AsyncOpenAI client open for the LLM's lifetime and offers no close;
+            # closing it here keeps its pooled sockets from leaking into later tests as ResourceWarnings.
+            await llm._async_client.close()  # type: ignore[attr-defined]
 
     assert (result.question, result.method) == (rewritten, "llm")
     [body] = service.bodies
