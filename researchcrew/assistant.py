@@ -128,6 +128,11 @@ class ResearchAssistant:
         self._require_memory()
         return (await self.runtime.forget_user(user_id)).deleted
 
+    async def last_session(self, user_id: str) -> str | None:
+        """The session of ``user_id``'s latest remembered exchange, to continue it (None: nothing remembered)."""
+        self._require_memory()
+        return await self.runtime.last_session(user_id)
+
     def _require_memory(self) -> None:
         if not self._options["remember"] and self._options["memory_store"] is None:
             raise ConfigurationError("this assistant has no memory store (it was built with remember=False)")

@@ -255,6 +255,7 @@ class Runtime:
             memory_agent=self._memory_agent,
             embedder=embedder,
             memory_unavailable=self._memory_failure if self.remember else None,
+            memory_store=store,
         )
 
     # The question pipeline ------------------------------------------------------------------------------------
@@ -295,6 +296,10 @@ class Runtime:
         finally:
             if not task.done():
                 task.cancel()
+
+    async def last_session(self, user_id: str) -> str | None:
+        """The session of ``user_id``'s latest remembered exchange (None: nothing remembered yet)."""
+        return await (await self.memory_store()).last_session(user_id=user_id)
 
     async def learned_preferences(self, user_id: str) -> UserPreferences:
         """What the Memory stage has learned about how ``user_id`` likes answers (defaults without a store, or

@@ -501,6 +501,29 @@ class ConfidenceSettings(_Group):
         return self
 
 
+class FollowUpSettings(_Group):
+    """Follow-up questions in a session ("What are its limitations?"), rewritten to stand alone before retrieval."""
+
+    enabled: bool = Field(
+        default=True, description="Rewrite follow-up questions from the session's rolling summary before retrieval."
+    )
+    use_llm: bool = Field(
+        default=True,
+        description="With an LLM configured, let it write the rewrite (one short call); False: always the "
+        "deterministic rule. The rule is also the fallback when the call fails or times out.",
+    )
+    timeout_s: float = Field(
+        default=5.0, gt=0, le=60, description="Timeout for the LLM rewrite call, in seconds; then the rule is used."
+    )
+    wait_for_memory_s: float = Field(
+        default=2.0,
+        ge=0,
+        le=30,
+        description="How long a question waits for the previous exchange of its session to be summarised (memory "
+        "is written in the background after each answer), in seconds.",
+    )
+
+
 class ServiceSettings(_Group):
     host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
@@ -538,6 +561,9 @@ class Settings(BaseSettings):
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
     redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis: job queue and shared limits.")
     jobs: JobsSettings = Field(default_factory=JobsSettings, description="Scheduled batch research jobs.")
+    follow_up: FollowUpSettings = Field(
+        default_factory=FollowUpSettings, description="Follow-up questions rewritten to stand alone."
+    )
     evaluation: EvaluationSettings = Field(
         default_factory=EvaluationSettings, description="Evidence scoring, deduplication, contradictions."
     )

@@ -1,10 +1,17 @@
 """`researchcrew ask "question"`: research a question and print the cited answer, its sources, and what each
-source did (used, or failed and why). ``--json`` prints the whole FinalResponse for scripts."""
+source did (used, or failed and why). ``--json`` prints the whole FinalResponse for scripts.
+
+Each ``ask`` starts a fresh session (``cli-<time>-<random>``, printed after the answer) unless ``--continue``
+continues the user's last session or ``--session ID`` names one; in a continued session a follow-up question
+("What are its limitations?") is rewritten from the conversation before it is researched, and the answer says so.
+"""
 
 from __future__ import annotations
 
 import logging
+import secrets
 from collections import Counter
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import click
@@ -36,10 +43,15 @@ _KIND_LABEL = {
 @click.option(
     "--session",
     "session_id",
-    default="cli",
-    show_default=True,
+    default=None,
     envvar="RESEARCHCREW_SESSION",
-    help="The conversation this question belongs to.",
+    help="The conversation this question belongs to (default: a new one, printed after the answer).",
+)
+@click.option(
+    "--continue",
+    "continue_session",
+    is_flag=True,
+    help="Continue the user's last session: follow-up questions are understood from it.",
 )
 @click.option(
     "--format",
@@ -69,7 +81,8 @@ _KIND_LABEL = {
 def ask(
     question: str,
     user_id: str,
-    session_id: str,
+    session_id: str | None,
+    continue_session: bool,
     response_format: str | None,
     preferred_sources: tuple[str, ...],
     exclude_sources: tuple[str, ...],
@@ -81,11 +94,13 @@ def ask(
 
     from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 
+    if continue_session and session_id is not None:
+        raise click.UsageError("use either --continue (the last session) or --session ID, not both")
     try:
         request = ResearchRequest(
             question=question,
             user_id=user_id,
-            session_id=session_id,
+            session_id=session_id or new_session_id(),
             preferred_sources=list(preferred_sources) or None,
             exclude_sources=list(exclude_sources) or None,
             deadline_s=deadline_s,
@@ -102,13 +117,26 @@ def ask(
         logging.getLogger("researchcrew.runtime").setLevel(logging.ERROR)
 
     async def research(runtime: Runtime) -> FinalResponse:
-        return await runtime.ask(request)
+        if not continue_session:
+            return await runtime.ask(request)
+        last = await runtime.last_session(request.user_id)
+        if last is None:
+            raise click.ClickException(
+                f"user {request.user_id!r} has no earlier session to continue; ask without --continue to start one"
+            )
+        return await runtime.ask(request.model_copy(update={"session_id": last}))
 
     response = with_runtime(research)
     if as_json:
         echo_json(response.model_dump(mode="json"))
     else:
         click.echo(render_answer(response))
+        click.echo(f"Session: {response.query.session_id} (ask a follow-up with --continue)")
+
+
+def new_session_id() -> str:
+    """A fresh session id for one ``ask``: readable, sortable by time, unique (``cli-20261126-101500-3f9a1c``)."""
+    return f"cli-{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
 def _source_line(citation: Citation) -> str:
@@ -141,6 +169,8 @@ def render_answer(response: FinalResponse) -> str:
     lines += [header]
     if response.final_reason:
         lines.append(f"Why: {response.final_reason}")
+    if response.rewrite is not None:
+        lines.append(f"Researched as: {response.rewrite.standalone}")
     lines += ["", response.answer.strip(), ""]
     if response.citations:
         lines.append("Sources:")
@@ -165,16 +195,28 @@ def render_answer(response: FinalResponse) -> str:
             + (f" ({removed} removed)" if removed else "")
             + (f"; retrieval {response.retrieval_status}" if response.retrieval_status else "")
         )
+    from researchcrew.contracts.follow_up import USAGE_STAGES
     from researchcrew.pipeline.responses import source_caveats
 
     already_shown = set(source_caveats(response.source_reports))  # failures are listed under "Sources searched"
-    notes = [caveat for caveat in response.caveats if caveat not in already_shown]
-    if notes:
-        lines += ["", "Notes:"] + [f"  - {note}" for note in notes]
+    notes = [f"  - {caveat}" for caveat in response.caveats if caveat not in already_shown]
+    usage = response.token_usage
+    if usage.total.calls:
+        spent = ", ".join(
+            f"{name.replace('_', '-')} {usage.stage(name).total_tokens}"
+            for name in USAGE_STAGES
+            if usage.stage(name).calls
+        )
+        notes.append(
+            f"  - language model: {usage.total.total_tokens} tokens ({usage.total.prompt_tokens} prompt, "
+            f"{usage.total.completion_tokens} completion; {spent})"
+        )
     if response.citation_stats.removed or response.citation_stats.claims_removed:
         stats = response.citation_stats
-        lines.append(
+        notes.append(
             f"  - citation check removed {stats.removed} invalid citation(s) and {stats.claims_removed} "
             "unsupported claim(s)"
         )
+    if notes:
+        lines += ["", "Notes:", *notes]
     return "\n".join(lines).rstrip() + "\n"

@@ -16,6 +16,7 @@ from researchcrew.contracts.evaluator import (
     RemovalReason,
     ScoredChunk,
 )
+from researchcrew.contracts.follow_up import QuestionRewrite, TokenCount, TokenUsage
 from researchcrew.contracts.memory import MemoryInput, MemoryOutput
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
@@ -51,6 +52,7 @@ __all__ = [
     "ProgressEvent",
     "QualityStatistics",
     "Query",
+    "QuestionRewrite",
     "RemovalReason",
     "ResponseFormat",
     "RetrievalStatus",
@@ -62,5 +64,7 @@ __all__ = [
     "SourceStatus",
     "SynthesizerInput",
     "SynthesizerOutput",
+    "TokenCount",
+    "TokenUsage",
     "UserPreferences",
 ]

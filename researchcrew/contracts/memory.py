@@ -28,5 +28,9 @@ class MemoryOutput(Contract):
     relationships_added: int = Field(default=0, ge=0, description="New relationships recorded.")
     conversation_entry_added: bool = Field(default=False, description="Whether the message pair was stored.")
     preferences_updated: bool = Field(default=False, description="Whether the user's preferences changed.")
+    session_summary_updated: bool = Field(
+        default=False,
+        description="Whether the session's rolling summary (what follow-ups are rewritten from) was updated.",
+    )
     error_message: str | None = Field(default=None, description="What failed, when something did.")
     execution_time_ms: NonNegativeMs = Field(default=0.0, description="Wall time in milliseconds.")

@@ -10,7 +10,16 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract, NonNegativeMs
 
 Stage = Literal[
-    "guard", "retrieve", "evaluate", "confidence", "reformulate", "synthesize", "validate", "remember", "respond"
+    "guard",
+    "rewrite",  # a follow-up made stand-alone; detail: rewritten, original, standalone, method, reason
+    "retrieve",
+    "evaluate",
+    "confidence",
+    "reformulate",
+    "synthesize",
+    "validate",
+    "remember",
+    "respond",
 ]
 
 

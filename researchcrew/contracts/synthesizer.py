@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from researchcrew.contracts._base import Contract, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContext, QualityStatistics, RemovalReason
+from researchcrew.contracts.follow_up import QuestionRewrite, TokenUsage
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
 from researchcrew.contracts.retriever import RetrievalStatus
 
@@ -233,6 +234,21 @@ class FinalResponse(Contract):
         "is stored by design (memory off, or a refused question); unavailable: the memory store could not be "
         "reached, so this exchange was not remembered (a caveat says why).",
     )
+
+    # ---- Follow-up questions and token usage (issue 11) ----------------------------------------------------------
+    # ``query.text`` stays the question as asked; ``rewrite`` says what was researched instead, when it differs.
+    rewrite: QuestionRewrite | None = Field(
+        default=None,
+        description="Set when the question was a follow-up, rewritten from the session's recent exchanges into a "
+        "stand-alone question before retrieval (``rewrite.standalone`` is what was researched); None when the "
+        "question was researched as asked.",
+    )
+    token_usage: TokenUsage = Field(
+        default_factory=TokenUsage,
+        description="Tokens the LLM stages spent on this answer, per stage (prompt/completion/total); zero without "
+        "an LLM. Background entity extraction is not included.",
+    )
+    # ---- end of issue 11 -----------------------------------------------------------------------------------------
 
 
 class CoverageMetrics(Contract):

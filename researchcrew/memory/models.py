@@ -213,6 +213,19 @@ class PreferencesRow(Base):
     updated_at: Mapped[datetime]
 
 
+class SessionSummaryRow(Base):
+    """A session's rolling summary (``records.SessionSummary``): bounded JSON, rewritten after every exchange."""
+
+    __tablename__ = "memory_session_summaries"
+
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    turns: Mapped[int] = mapped_column(Integer, default=0)
+    summary: Mapped[dict[str, Any]]  # {"recent": [...], "topics": [...]}
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
 class OutboxRow(Base):
     """A write to an external memory (Zep) waiting for delivery; delivered exactly once by idempotency key.
 

@@ -79,6 +79,37 @@ class RecalledExchange(_Record):
     )
 
 
+# ---- sessions -------------------------------------------------------------------------------------------------
+
+
+class SessionTurn(_Record):
+    """One exchange as a session's rolling summary keeps it: short, for rewriting follow-up questions."""
+
+    question: str = Field(description="The question as the user asked it (shortened).")
+    standalone: str = Field(description="The question as it was researched (the same unless it was a follow-up).")
+    subjects: list[str] = Field(default_factory=list, description="What the question was about (0-2 phrases).")
+    answer_gist: str = Field(default="", description="The answer's opening, without citation markers; may be empty.")
+    answered: bool = Field(default=True, description="False when the answer said the evidence was insufficient.")
+    asked_at: datetime | None = Field(default=None, description="When it was asked (UTC).")
+
+
+class SessionSummary(_Record):
+    """A session's rolling summary, bounded in size however long the session runs: the last few turns in full
+    and the subjects of all of them (the most recent last). The Memory stage updates it after every exchange;
+    the Flow's follow-up stage reads it before retrieval."""
+
+    user_id: str = Field(description="Whose session.")
+    session_id: str = Field(description="The session.")
+    turns: int = Field(default=0, ge=0, description="Exchanges summarised so far (the whole session).")
+    recent: list[SessionTurn] = Field(default_factory=list, description="The latest turns, oldest first.")
+    topics: list[str] = Field(default_factory=list, description="Subjects of the session, the most recent last.")
+    updated_at: datetime | None = Field(default=None, description="Last update (UTC); None if never stored.")
+
+    @property
+    def last_turn(self) -> SessionTurn | None:
+        return self.recent[-1] if self.recent else None
+
+
 # ---- entity graph ---------------------------------------------------------------------------------------------
 
 

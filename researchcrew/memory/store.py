@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
-from researchcrew.memory import exchanges, graph_store, outbox_store
+from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
 from researchcrew.memory.db import Reader, create_engine, dialect_insert, upgrade, write_engine
 from researchcrew.memory.models import (
     EntityRow,
@@ -41,6 +41,7 @@ from researchcrew.memory.models import (
     OutboxRow,
     PreferencesRow,
     RelationshipRow,
+    SessionSummaryRow,
     UserStateRow,
 )
 from researchcrew.memory.recall import (
@@ -60,6 +61,7 @@ from researchcrew.memory.records import (
     OutboxWrite,
     RecalledExchange,
     RelationshipRecord,
+    SessionSummary,
     StoredPreferences,
 )
 from researchcrew.redaction import mask_url
@@ -349,6 +351,30 @@ class MemoryStore:
         """The latest ``limit`` exchanges of the session (of all the user's sessions when None), oldest first."""
         return await self._reader(exchanges.latest, user_id, session_id, limit)
 
+    # ---- sessions ------------------------------------------------------------------------------------------
+    @_guarded("session_summary")
+    async def session_summary(self, *, user_id: str, session_id: str) -> SessionSummary | None:
+        """The session's rolling summary, or None when none was stored yet (one primary-key read)."""
+        async with self._read() as session:
+            return await session_store.get(session, user_id=user_id, session_id=session_id)
+
+    @_guarded("update_session_summary")
+    async def update_session_summary(
+        self, *, user_id: str, session_id: str, update: Callable[[SessionSummary | None], SessionSummary]
+    ) -> SessionSummary:
+        """Atomic read-modify-write of the session's summary: ``update`` gets the stored one (None at first) and
+        returns the new one. Concurrent updates of one session serialise."""
+        async with self._writing() as session:
+            return await session_store.update_summary(
+                session, user_id=user_id, session_id=session_id, update_fn=update, now=_utcnow()
+            )
+
+    @_guarded("last_session")
+    async def last_session(self, *, user_id: str) -> str | None:
+        """The session of the user's most recently asked, remembered question (what ``ask --continue`` continues)."""
+        async with self._read() as session:
+            return await session_store.last_session(session, user_id=user_id)
+
     # ---- recall --------------------------------------------------------------------------------------------
     @_guarded("recall")
     async def recall(
@@ -586,6 +612,7 @@ class MemoryStore:
                 await session.execute(select(PreferencesRow.user_id).where(PreferencesRow.user_id == user_id))
             ).first() is not None
             preferences = await graph_store.get_preferences(session, user_id=user_id)
+            sessions = await session_store.sessions_of(session, user_id=user_id)
             outbox = await outbox_store.items_of(session, user_id=user_id)
         return {
             "user_id": user_id,
@@ -595,6 +622,7 @@ class MemoryStore:
             "entity_mentions": [m.model_dump(mode="json") for m in mentions],
             "relationships": [r.model_dump(mode="json") for r in relations],
             "preferences": preferences.model_dump(mode="json") if has_preferences else None,
+            "session_summaries": [s.model_dump(mode="json") for s in sessions],
             "outbox": [i.model_dump(mode="json") for i in outbox],
         }
 
@@ -614,6 +642,7 @@ class MemoryStore:
                 ("messages", MessageRow),
                 ("exchanges", ExchangeRow),
                 ("preferences", PreferencesRow),
+                ("session_summaries", SessionSummaryRow),
                 ("outbox", OutboxRow),
             ):
                 core: Any = table.__table__

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from researchcrew.contracts import ContextChunk, FinalResponse, MemoryInput
 from researchcrew.pipeline.reformulate import deterministic_reformulation, llm_reformulation
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.memory.records import SessionSummary
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.agent import MemoryAgent
@@ -38,10 +39,12 @@ def assemble_stages(
     memory_agent: MemoryAgent | None,
     embedder: Embedder | None = None,
     memory_unavailable: str | None = None,
+    memory_store: MemoryStore | None = None,
 ) -> ResearchStages:
     """The stages one research run uses. ``memory_agent=None`` remembers nothing; ``memory_unavailable`` says why
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
-    question (without one, each source's own relevance stands in)."""
+    question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
+    session summaries (None: every question is researched as asked)."""
     from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
     from researchcrew.pipeline.retrieve import RetrieverAgent
     from researchcrew.pipeline.support import EmbeddingSupport, relevance_support
@@ -59,6 +62,7 @@ def assemble_stages(
         return True
 
     reformulate = llm_reformulation(llm, timeout_s=settings.llm.timeout_s) if llm else deterministic_reformulation
+    follow_up_options = _follow_up(settings, llm=llm, memory_store=memory_store, memory_agent=memory_agent)
     return ResearchStages(
         retriever=RetrieverAgent(tools, settings=settings.retrieval),
         evaluator=EvaluatorAgent(settings.evaluation, llm=llm),
@@ -70,6 +74,7 @@ def assemble_stages(
         validate_citations=check,
         remember=schedule_memory,
         reformulate=reformulate,
+        **follow_up_options,
         deadline_s=settings.retrieval.run_deadline_s,
         timeout_per_source_s=settings.retrieval.timeout_per_source_s,
         num_results=settings.retrieval.num_results,
@@ -81,6 +86,38 @@ def assemble_stages(
         support=EmbeddingSupport(embedder, settings.confidence) if embedder is not None else relevance_support,
         confidence=settings.confidence,
     )
+
+
+def _follow_up(
+    settings: Settings, *, llm: BaseLLM | None, memory_store: MemoryStore | None, memory_agent: MemoryAgent | None
+) -> dict[str, Any]:
+    """The follow-up stage's fields of ``ResearchStages``: where the session's summary is read, and who rewrites."""
+    if not settings.follow_up.enabled or memory_store is None:
+        return {}
+    from researchcrew.pipeline.follow_up.llm import llm_rewriter
+    from researchcrew.pipeline.follow_up.session import RECENT_TURNS, summary_from_history
+
+    store = memory_store
+    wait_s = settings.follow_up.wait_for_memory_s
+
+    async def load(user_id: str, session_id: str) -> SessionSummary | None:
+        if memory_agent is not None and not await memory_agent.session_settled(user_id, session_id, wait_s):
+            logger.info(
+                "the previous exchange of session %s is still being remembered; rewriting without it", session_id
+            )
+        summary = await store.session_summary(user_id=user_id, session_id=session_id)
+        if summary is not None:
+            return summary
+        history = await store.history(user_id=user_id, session_id=session_id, limit=RECENT_TURNS)
+        return summary_from_history(history, user_id=user_id, session_id=session_id)
+
+    options: dict[str, Any] = {
+        "session_context": load,
+        "follow_up_budget_s": wait_s + settings.follow_up.timeout_s + 1.0,
+    }
+    if llm is not None and settings.follow_up.use_llm:
+        options["follow_up"] = llm_rewriter(llm, timeout_s=settings.follow_up.timeout_s)
+    return options
 
 
 def default_tools(

@@ -1,9 +1,14 @@
-"""ResearchFlow: one question through guard → retrieve → evaluate → confidence → (reformulate → retrieve, at most
-twice) → synthesize → validate citations → remember → respond, as a crewAI Flow with typed state.
+"""ResearchFlow: one question through guard → rewrite (a follow-up made stand-alone) → retrieve → evaluate →
+confidence → (reformulate → retrieve, at most twice) → synthesize → validate citations → remember → respond, as a
+crewAI Flow with typed state.
 
 The Flow only routes. Each stage's work lives in its agent (``ResearchStages``), which keeps the Flow testable with
 fakes and keeps deterministic work out of any LLM. One deadline covers the whole run: every stage gets what is left
 of it, and when it runs out the Flow answers with the evidence gathered so far and says so (``partial``).
+
+A rewritten follow-up is what the sources, the Evaluator and the Synthesizer see; the answer's ``query`` and what
+memory stores stay the question as the user asked it, and ``FinalResponse.rewrite`` says what was researched. The
+tokens the LLM stages spend are counted per stage (``llm.usage.UsageMeter``) into ``FinalResponse.token_usage``.
 
 crewAI's own memory stays off (``_skip_auto_memory``: it would build a LanceDB store on first use) and Flow events
 are suppressed, so nothing is printed and no tracing is set up.
@@ -33,9 +38,11 @@ from researchcrew.contracts import (
     SynthesizerInput,
     UserPreferences,
 )
+from researchcrew.contracts.follow_up import QuestionRewrite
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
+from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline.assessment import assess_answer, band, uncertainty_reason
 from researchcrew.pipeline.guard import check_question
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
@@ -66,6 +73,9 @@ class ResearchState(FlowState):
     deadline_s: float = 30.0
     started_at: float = Field(default_factory=time.monotonic, description="time.monotonic() at the start.")
 
+    rewrite: QuestionRewrite | None = Field(
+        default=None, description="The follow-up rewrite, when the question was researched in a stand-alone form."
+    )
     searched: list[str] = Field(default_factory=list, description="Query texts sent to the sources, in order.")
     evidence: dict[str, ContextChunk] = Field(default_factory=dict, description="All chunks so far, by id.")
     retrieval: RetrieverOutput | None = None
@@ -90,6 +100,7 @@ class ResearchFlow(Flow[ResearchState]):
         super().__init__(**kwargs)
         self._stages = stages
         self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
+        self._meter = UsageMeter()
 
     # Helpers -----------------------------------------------------------------------------------------------
     @property
@@ -118,7 +129,14 @@ class ResearchFlow(Flow[ResearchState]):
             logger.exception("progress callback failed")
 
     def _query(self) -> Query:
+        """The question as the user asked it."""
         return _require(self.research.query, "a query")
+
+    def _researched_query(self) -> Query:
+        """The question as it is researched: the stand-alone form of a follow-up, else the question as asked."""
+        query = self._query()
+        rewrite = self.research.rewrite
+        return query if rewrite is None else query.model_copy(update={"text": rewrite.standalone})
 
     def _explicit_choices(self) -> dict[str, Any]:
         return self.research.request.explicit_choices() if self.research.request else {}
@@ -137,10 +155,34 @@ class ResearchFlow(Flow[ResearchState]):
     async def route_after_guard(self) -> str:
         return "refused" if self.state.refusal else "proceed"
 
-    @listen(or_("proceed", "retry"))
-    async def retrieve(self) -> None:
+    @listen("proceed")
+    async def rewrite_follow_up(self) -> None:
         started = time.monotonic()
         query = self._query()
+        self._emit("rewrite", "started")
+        with self._meter.stage("follow_up"):
+            result = await self._stages.rewrite_follow_up(
+                query.text, query.user_id, query.session_id, self.remaining_s()
+            )
+        if result.method is not None:
+            self.state.rewrite = QuestionRewrite(
+                original=query.text, standalone=result.question, method=result.method, reason=result.reason[:500]
+            )
+        self._emit(
+            "rewrite",
+            "finished",
+            started,
+            rewritten=result.rewritten,
+            original=query.text,
+            standalone=result.question if result.rewritten else None,
+            method=result.method,
+            reason=result.reason,
+        )
+
+    @listen(or_(rewrite_follow_up, "retry"))
+    async def retrieve(self) -> None:
+        started = time.monotonic()
+        query = self._researched_query()
         request = _require(self.research.request, "a request")
         text = self.state.searched[-1] if self.state.searched else query.text
         if not self.state.searched:
@@ -180,18 +222,19 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("evaluate", "started", chunks=len(self.state.evidence))
         retrieval = _require(self.state.retrieval, "retrieval output")
         context = AggregatedContext(
-            query_text=self._query().text,
+            query_text=self._researched_query().text,
             chunks=list(self.state.evidence.values()),
             source_reports=retrieval.aggregated_context.source_reports,
         )
-        evaluation, timed_out = await self._stages.evaluate(
-            EvaluatorInput(
-                aggregated_context=context,
-                quality_threshold=self._stages.quality_threshold,
-                user_preferences=self.state.preferences,
-            ),
-            self.remaining_s(),
-        )
+        with self._meter.stage("adjudication"):  # the Evaluator calls the LLM only to adjudicate contradictions
+            evaluation, timed_out = await self._stages.evaluate(
+                EvaluatorInput(
+                    aggregated_context=context,
+                    quality_threshold=self._stages.quality_threshold,
+                    user_preferences=self.state.preferences,
+                ),
+                self.remaining_s(),
+            )
         if timed_out:
             self.state.partial = True
             self.state.caveats.append(
@@ -249,7 +292,11 @@ class ResearchFlow(Flow[ResearchState]):
         started = time.monotonic()
         self._emit("reformulate", "started", attempt=len(self.state.searched))
         evidence = sorted(self.state.evidence.values(), key=lambda c: c.semantic_relevance, reverse=True)[:5]
-        new_text = (await self._stages.reformulate(self._query().text, list(self.state.searched), evidence)).strip()
+        with self._meter.stage("reformulation"):
+            new_text = await self._stages.reformulate(
+                self._researched_query().text, list(self.state.searched), evidence
+            )
+        new_text = new_text.strip()
         if not new_text or new_text in self.state.searched:
             # Searching the same words again cannot find anything new: explain what we have instead.
             self._emit("reformulate", "finished", started, query_text=None, decision="uncertain")
@@ -265,7 +312,7 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("synthesize", "started", chunks=len(evaluation.filtered_context.chunks))
         synthesizer_input = SynthesizerInput(
             filtered_context=evaluation.filtered_context,
-            original_query=self._query(),
+            original_query=self._researched_query(),
             user_preferences=self.state.preferences,
             contradictions=evaluation.contradictions_found,
             max_response_length=self.state.preferences.max_response_length,
@@ -275,7 +322,8 @@ class ResearchFlow(Flow[ResearchState]):
             include_sections=self.state.preferences.include_sections,
             response_format=self.state.preferences.response_format,
         )
-        response, timed_out = await self._stages.synthesize(synthesizer_input, self.remaining_s())
+        with self._meter.stage("synthesis"):
+            response, timed_out = await self._stages.synthesize(synthesizer_input, self.remaining_s())
         if timed_out:
             self.state.partial = True
             self.state.caveats.append(
@@ -360,7 +408,7 @@ class ResearchFlow(Flow[ResearchState]):
                 final_response=response,
                 session_id=self._query().session_id,
                 user_id=self._query().user_id,
-                context={"request": explicit} if (explicit := self._explicit_choices()) else None,
+                context=self._memory_context(),
             )
         )
         unavailable = self._stages.memory_unavailable
@@ -390,8 +438,19 @@ class ResearchFlow(Flow[ResearchState]):
         )
         return response
 
+    def _memory_context(self) -> dict[str, Any] | None:
+        """What memory stores with the exchange besides the question as asked: the explicit choices (for learning
+        preferences) and, for a follow-up, the question as it was researched."""
+        context: dict[str, Any] = {}
+        if explicit := self._explicit_choices():
+            context["request"] = explicit
+        if self.research.rewrite is not None:
+            context["standalone_question"] = self.research.rewrite.standalone
+        return context or None
+
     def _finalize(self) -> FinalResponse:
-        """Attach what the whole run knows (sources, caveats, timing) to the answer, once."""
+        """Attach what the whole run knows (sources, caveats, timing, the follow-up rewrite, token usage) to the
+        answer, once. Its ``query`` is the question as asked, also when a rewrite was researched."""
         response = _require(self.research.response, "an answer")
         retrieval, evaluation = self.state.retrieval, self.state.evaluation
         reports = retrieval.aggregated_context.source_reports if retrieval else []
@@ -412,6 +471,9 @@ class ResearchFlow(Flow[ResearchState]):
                 "removals": evaluation.removal_rationale if evaluation else [],
                 "retrieval_status": retrieval.retrieval_status if retrieval else None,
                 "memory_status": self.state.memory_status,
+                "query": self._query(),
+                "rewrite": self.research.rewrite,
+                "token_usage": self._meter.usage(),
             }
         )
         self.state.response = response

@@ -1,8 +1,9 @@
 """The work behind each ResearchFlow stage, bundled so the Flow can be run with real agents or test doubles.
 
-``ResearchStages`` holds the four agents and the policies the Flow applies between them: how much of the run's
-deadline retrieval may use, how synthesis falls back when time runs out, how a query is reformulated, and how
-memory work is scheduled so that it never delays the answer.
+``ResearchStages`` holds the four agents and the policies the Flow applies between them: how a follow-up question
+is made to stand alone (and how that falls back), how much of the run's deadline retrieval may use, how synthesis
+falls back when time runs out, how a query is reformulated, and how memory work is scheduled so that it never
+delays the answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ from researchcrew.contracts import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.errors import MemoryStoreError
+from researchcrew.memory.records import SessionSummary
+from researchcrew.pipeline.follow_up.base import (
+    FollowUpRewriter,
+    Rewrite,
+    SessionContextLoader,
+    no_session_context,
+    unchanged,
+)
+from researchcrew.pipeline.follow_up.rule import rule_rewrite
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
 from researchcrew.pipeline.support import SupportScorer, relevance_support
 from researchcrew.settings import ConfidenceSettings
@@ -66,6 +77,10 @@ def _no_memory(_: MemoryInput) -> bool:
     return False
 
 
+async def _rule_follow_up(question: str, summary: SessionSummary) -> Rewrite:
+    return rule_rewrite(question, summary)
+
+
 @dataclass
 class ResearchStages:
     """The agents and policies one ResearchFlow run uses."""
@@ -78,6 +93,9 @@ class ResearchStages:
     validate_citations: CitationValidator
     remember: MemoryScheduler = _no_memory
     reformulate: Reformulator = deterministic_reformulation
+    session_context: SessionContextLoader = no_session_context  # the session's rolling summary, for follow-ups
+    follow_up: FollowUpRewriter = _rule_follow_up  # the LLM rewriter when one is configured; the rule is its fallback
+    follow_up_budget_s: float = 8.0  # the most the follow-up stage may take (waiting for memory, reading, rewriting)
     on_event: Callable[[ProgressEvent], None] = _ignore_event
     deadline_s: float = 30.0
     timeout_per_source_s: float = 7.0
@@ -98,6 +116,40 @@ class ResearchStages:
     def retrieval_budget_s(self, remaining_s: float) -> float:
         """Per-source timeout for this retrieval: the configured one, cut so that synthesis still fits."""
         return max(0.05, min(self.timeout_per_source_s, remaining_s - self.synthesis_reserve_s))
+
+    async def rewrite_follow_up(self, question: str, user_id: str, session_id: str, remaining_s: float) -> Rewrite:
+        """The question to research: a follow-up made stand-alone from the session's summary, else the question
+        unchanged. Never raises: a summary that cannot be read means no rewrite; a rewriter that fails or runs out
+        of time is replaced by the deterministic rule."""
+        budget = min(self.follow_up_budget_s, remaining_s - self.synthesis_reserve_s)
+        if budget <= 0:
+            return unchanged(question, "no time left for the follow-up rewrite")
+        started = asyncio.get_running_loop().time()
+        try:
+            async with asyncio.timeout(budget):
+                summary = await self.session_context(user_id, session_id)
+        except TimeoutError:
+            logger.warning(
+                "the session summary was not read within %.2f s; the question is researched as asked", budget
+            )
+            return unchanged(question, "the session's summary could not be read in time")
+        except MemoryStoreError as error:
+            logger.warning("the session summary could not be read (%s); the question is researched as asked", error)
+            return unchanged(question, "the session's summary could not be read")
+        except Exception:  # the outermost guard around a pluggable loader: a bug must not sink the question
+            logger.exception("the session summary loader raised; the question is researched as asked")
+            return unchanged(question, "the session's summary could not be read")
+        if summary is None or summary.last_turn is None:
+            return unchanged(question, "no earlier exchange in this session")
+        left = budget - (asyncio.get_running_loop().time() - started)
+        try:
+            async with asyncio.timeout(max(0.05, left)):
+                return await self.follow_up(question, summary)
+        except TimeoutError:
+            logger.warning("the follow-up rewrite hit its time budget; using the rule")
+        except Exception:  # the outermost guard around a pluggable rewriter: a bug must not sink the question
+            logger.exception("the follow-up rewriter raised; using the rule")
+        return rule_rewrite(question, summary)
 
     async def evaluate(self, request: EvaluatorInput, remaining_s: float) -> tuple[EvaluatorOutput, bool]:
         """The evaluation, and whether the deadline forced the deterministic fallback. LLM adjudication of

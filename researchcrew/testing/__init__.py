@@ -1,6 +1,7 @@
 """Test doubles for researchcrew and for the apps built on it (the way pydantic-ai ships ``TestModel``).
 
-* ``FakeLLM`` — a real ``crewai.BaseLLM`` with scripted replies and a call history (``llm``);
+* ``FakeLLM`` — a real ``crewai.BaseLLM`` with scripted replies, a call history and token usage reported like a
+  provider's (``llm``);
 * ``FakeTool`` and ``fake_chunk`` — a retrieval source with scripted chunks, delays and failures (``tools``);
 * ``ScriptedRetriever``, ``PassThroughEvaluator``, ``CitingSynthesizer``, ``scripted_stages`` — stand-ins for
   the pipeline's stages (``stages``).
@@ -14,7 +15,7 @@
         answer = await assistant.ask("What is metamorphic testing?")
 """
 
-from researchcrew.testing.llm import FakeLLM, FakeLLMExhausted, LLMCall
+from researchcrew.testing.llm import FakeLLM, FakeLLMExhausted, LLMCall, estimate_tokens
 from researchcrew.testing.stages import (
     CitingSynthesizer,
     PassThroughEvaluator,
@@ -34,6 +35,7 @@ __all__ = [
     "LLMCall",
     "PassThroughEvaluator",
     "ScriptedRetriever",
+    "estimate_tokens",
     "fake_chunk",
     "keep_citations",
     "recording_memory",

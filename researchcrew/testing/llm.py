@@ -8,11 +8,19 @@
 A response may be a string, a callable of the messages returning a string, or an exception instance (raised, to
 test failure paths). When the queue is empty the fake raises ``FakeLLMExhausted`` instead of inventing text, so a
 test that makes an unexpected extra call fails loudly. ``delay_s`` simulates a slow model in ``acall``.
+
+Token usage is reported the way crewAI's own providers report it: every answered call adds to the LLM's lifetime
+counter (``get_token_usage_summary()``) and emits ``LLMCallStartedEvent`` / ``LLMCallCompletedEvent`` with a
+``usage`` dict in OpenAI's shape, so code that meters usage (``researchcrew.llm.usage``) is tested on the same path
+as with a real model. The counts are ``estimate_tokens`` of the messages and of the reply (one token per four
+characters, at least one), recorded per call in ``LLMCall.usage``; ``report_usage=False`` models a provider that
+reports none (the completed event then carries ``usage=None``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,6 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from crewai import BaseLLM
+from crewai.events.types.llm_events import LLMCallType
+from crewai.events.utils.console_formatter import set_suppress_console_output
+from crewai.llms.base_llm import llm_call_context
 from pydantic import PrivateAttr
 
 Message = dict[str, Any]
@@ -30,16 +41,27 @@ class FakeLLMExhausted(AssertionError):
     """The test's script of responses ran out: the code under test called the LLM more often than expected."""
 
 
+def estimate_tokens(text: str) -> int:
+    """The fake's token count for a text: one token per four characters, at least one."""
+    return max(1, math.ceil(len(text) / 4))
+
+
+def _message_text(messages: list[Message]) -> str:
+    return "".join(str(message.get("content") or "") for message in messages)
+
+
 @dataclass(frozen=True)
 class LLMCall:
     messages: list[Message]
     response_model: type[Any] | None
     asynchronous: bool
+    usage: dict[str, int] | None = None  # what the call reported (None: it failed, or usage reporting is off)
 
 
 class FakeLLM(BaseLLM):
     model: str = "fake/scripted"
     delay_s: float = 0.0
+    report_usage: bool = True
     _queue: deque[Response] = PrivateAttr(default_factory=deque)
     _calls: list[LLMCall] = PrivateAttr(default_factory=list)
 
@@ -64,13 +86,39 @@ class FakeLLM(BaseLLM):
         normalized: list[Message] = (
             [{"role": "user", "content": messages}] if isinstance(messages, str) else [dict(m) for m in messages]
         )
-        self._calls.append(LLMCall(normalized, response_model, asynchronous))
-        if not self._queue:
-            raise FakeLLMExhausted(f"FakeLLM has no response left for call #{len(self._calls)}")
-        response = self._queue.popleft()
-        if isinstance(response, BaseException):
-            raise response
-        return response(normalized) if callable(response) else response
+        with llm_call_context():
+            self._emit_call_started_event(messages=normalized)  # type: ignore[arg-type]
+            index = len(self._calls)
+            self._calls.append(LLMCall(normalized, response_model, asynchronous))
+            try:
+                if not self._queue:
+                    raise FakeLLMExhausted(f"FakeLLM has no response left for call #{len(self._calls)}")
+                response = self._queue.popleft()
+                if isinstance(response, BaseException):
+                    raise response
+                reply = response(normalized) if callable(response) else response
+            except BaseException as error:
+                # A scripted failure is a test of a failure path: close the call's event scope as a provider would,
+                # without crewAI's "LLM Error" console panel (the suppression is a context variable: this call only).
+                quiet = set_suppress_console_output(True)
+                try:
+                    self._emit_call_failed_event(error=f"{type(error).__name__}: {error}")
+                finally:
+                    quiet.var.reset(quiet)  # type: ignore[attr-defined]
+                raise
+            usage: dict[str, int] | None = None
+            if self.report_usage:
+                prompt, completion = estimate_tokens(_message_text(normalized)), estimate_tokens(reply)
+                usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+                self._track_token_usage_internal(usage)
+            self._calls[index] = LLMCall(normalized, response_model, asynchronous, usage)
+            self._emit_call_completed_event(
+                response=reply,
+                call_type=LLMCallType.LLM_CALL,
+                messages=normalized,  # type: ignore[arg-type]
+                usage=usage,
+            )
+        return reply
 
     def call(
         self,

@@ -186,10 +186,12 @@ async def test_when_everything_fails_the_status_is_failed_and_nothing_raises(sto
         record_relationships=_raise,
         history=_raise,
         update_preferences=_raise,
+        update_session_summary=_raise,
     )
     output = await MemoryAgent(broken).run(_input("ada", "s1", exchanges.RAG))  # type: ignore[arg-type]
     assert output.status == "failed" and not output.conversation_entry_added
-    assert output.error_message is not None and output.error_message.count("database is locked") == 4
+    assert not output.session_summary_updated
+    assert output.error_message is not None and output.error_message.count("database is locked") == 5
 
 
 # ---- Zep through the outbox and an LLM --------------------------------------------------------------------------

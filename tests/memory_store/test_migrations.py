@@ -18,6 +18,7 @@ from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory import db
 from researchcrew.memory.models import Base
 from researchcrew.memory.recall import encode_vector
+from researchcrew.memory.records import SessionSummary
 from researchcrew.memory.store import MemoryStore, exchange_text, message_id
 from tests.conftest import PROJECT_ROOT
 from tests.memory_store.conftest import Database, add
@@ -31,7 +32,7 @@ def _differences(connection: Connection) -> list[object]:
 async def test_the_models_match_the_head_revision(store: MemoryStore) -> None:
     async with store.engine.connect() as connection:
         assert await connection.run_sync(_differences) == []
-    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0005"
+    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0006"
 
 
 async def _version(store: MemoryStore, user_id: str) -> int | None:
@@ -266,3 +267,29 @@ async def test_an_unsupported_database_is_refused_with_what_to_set() -> None:
 
     with pytest.raises(ConfigurationError, match=r"SQLite and PostgreSQL, not 'mysql'.*postgresql\+asyncpg"):
         await MemoryStore.open("mysql+aiomysql://user@localhost/memory")
+
+
+async def test_upgrading_to_0006_adds_session_summaries_and_downgrading_drops_only_them(
+    database: Database, embedder: Embedder
+) -> None:
+    engine = db.create_engine(database.url)
+    try:
+        await db.upgrade(engine, "0005")
+    finally:
+        await engine.dispose()
+    store = await MemoryStore.open(database.url, embedder=embedder)
+    try:
+        assert await db.current_revision(store.engine) == db.HEAD_REVISION
+        await add(store, "ada", "s1", "What is SciFact?", "A claim verification dataset.")
+        await store.update_session_summary(
+            user_id="ada", session_id="s1", update=lambda _: SessionSummary(user_id="ada", session_id="s1", turns=1)
+        )
+        async with db.write_engine(store.engine).begin() as connection:
+            await connection.run_sync(lambda sync: command.downgrade(db.alembic_config(sync), "0005"))
+        assert await db.current_revision(store.engine) == "0005"
+        assert [e.question for e in await store.history(user_id="ada", session_id="s1")] == ["What is SciFact?"]
+        async with store.engine.connect() as connection:
+            tables = await connection.run_sync(lambda sync: sync.dialect.get_table_names(sync))
+        assert "memory_session_summaries" not in tables
+    finally:
+        await store.close()

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 
-from researchcrew.memory.records import EntityMention, EntityRelation, OutboxWrite, StoredPreferences
+from researchcrew.memory.records import (
+    EntityMention,
+    EntityRelation,
+    OutboxWrite,
+    SessionSummary,
+    SessionTurn,
+    StoredPreferences,
+)
 from researchcrew.memory.store import MemoryStore
 from tests.memory_store.conftest import add
 
 
 async def _remember(store: MemoryStore, user_id: str) -> str:
-    """One user's full memory: an exchange, entities, a relation, preferences and a queued Zep write."""
+    """One user's full memory: an exchange, its session's summary, entities, a relation, preferences and a queued
+    Zep write."""
     question = f"What is SciFact, asks {user_id}?"
     response_id = await add(store, user_id, "s1", question, "A claim verification dataset.")
     mentions = [
@@ -22,6 +30,12 @@ async def _remember(store: MemoryStore, user_id: str) -> str:
         user_id=user_id, relations=[EntityRelation(source="SciFact", target=f"{user_id} lab")], response_id=response_id
     )
     await store.save_preferences(user_id=user_id, preferences=StoredPreferences(format_requests={"concise": 1}))
+    turn = SessionTurn(question=question, standalone=question, subjects=["SciFact"])
+    await store.update_session_summary(
+        user_id=user_id,
+        session_id="s1",
+        update=lambda _: SessionSummary(user_id=user_id, session_id="s1", turns=1, recent=[turn], topics=["SciFact"]),
+    )
     await store.enqueue_outbox(
         user_id=user_id, kind="zep.add_messages", payload={"session_id": "s1"}, idempotency_key=f"{response_id}:zep"
     )
@@ -43,6 +57,8 @@ async def test_export_holds_everything_of_the_user_and_nothing_of_others(store: 
     assert {m["response_id"] for m in exported["entity_mentions"]} == {ada_response}
     assert [(r["source"], r["target"]) for r in exported["relationships"]] == [("SciFact", "ada lab")]
     assert exported["preferences"]["format_requests"] == {"concise": 1}
+    [summary] = exported["session_summaries"]
+    assert (summary["session_id"], summary["turns"], summary["topics"]) == ("s1", 1, ["SciFact"])
     assert [i["idempotency_key"] for i in exported["outbox"]] == [f"{ada_response}:zep"]
     assert "bob" not in json.dumps(exported)
 
@@ -68,12 +84,14 @@ async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store
         "messages": 2,
         "exchanges": 1,
         "preferences": 1,
+        "session_summaries": 1,
         "outbox": 1,
         "jobs": 0,
     }
     after = await store.export_user(user_id="ada")
     assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []
-    assert after["preferences"] is None
+    assert after["preferences"] is None and after["session_summaries"] == []
+    assert await store.session_summary(user_id="ada", session_id="s1") is None
     assert [i["kind"] for i in after["outbox"]] == ["zep.delete_user"]  # only the follow-up write
     assert await store.recall(user_id="ada", query_text="SciFact") == []
     assert await store.history(user_id="ada", session_id=None) == []

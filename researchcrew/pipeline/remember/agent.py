@@ -1,16 +1,19 @@
 """The Memory agent (seed 003, stage 4): remember an answered question after the answer has gone out.
 
-``await agent.run(MemoryInput) -> MemoryOutput`` does five independent steps:
+``await agent.run(MemoryInput) -> MemoryOutput`` does six independent steps:
 
-1. history — store the message pair (question, answer) with its sources and citations (``add_exchange``);
-2. entities — extract entities from the question and the answer and record each mention;
-3. relationships — record the relations the extractor found (co-occurrence; typed ones with an LLM);
-4. preferences — update the user's learned preferences from what this request asked for;
-5. zep — when Zep is configured, enqueue the mirror write in the persisted outbox (a local insert).
+1. history — store the message pair (question as asked, answer) with its sources and citations (``add_exchange``);
+2. session — fold the exchange into the session's rolling summary (``follow_up.session``), which the next
+   question's follow-up rewrite reads; a refused question is left out;
+3. entities — extract entities from the question and the answer and record each mention;
+4. relationships — record the relations the extractor found (co-occurrence; typed ones with an LLM);
+5. preferences — update the user's learned preferences from what this request asked for;
+6. zep — when Zep is configured, enqueue the mirror write in the persisted outbox (a local insert).
 
 A step that fails is logged and reported (``status="partial"``, ``error_message``) and the others still run;
 ``run`` never raises. ``remember_in_background`` is what the research Flow uses: it schedules ``run`` as a task and
 returns at once, so memory never delays the answer; ``wait_idle``/``aclose`` flush pending work at shutdown.
+``session_settled`` lets the next question of a session wait (briefly) until the summary holds this exchange.
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ from researchcrew.contracts.memory import MemoryInput, MemoryOutput, MemoryStatu
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import MemoryStoreError
-from researchcrew.memory.records import EntityMention, EntityRelation, ExchangeRecord, StoredPreferences
+from researchcrew.memory.records import (
+    EntityMention,
+    EntityRelation,
+    ExchangeRecord,
+    SessionSummary,
+    StoredPreferences,
+)
+from researchcrew.pipeline.follow_up.session import summary_after, turn_from_response
 from researchcrew.pipeline.remember.entities import EntityExtractor, Extraction, RuleBasedExtractor
 from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor, SupportsACall
 from researchcrew.pipeline.remember.preferences import PreferenceLearner, PreferencePolicy, RequestSignals
@@ -41,7 +51,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-STEPS = ("history", "entities", "relationships", "preferences", "zep")
+STEPS = ("history", "session", "entities", "relationships", "preferences", "zep")
 
 
 class MemoryAgentStore(Protocol):
@@ -70,6 +80,10 @@ class MemoryAgentStore(Protocol):
     async def update_preferences(
         self, *, user_id: str, update: Callable[[StoredPreferences], StoredPreferences]
     ) -> tuple[StoredPreferences, bool]: ...
+
+    async def update_session_summary(
+        self, *, user_id: str, session_id: str, update: Callable[[SessionSummary | None], SessionSummary]
+    ) -> SessionSummary: ...
 
 
 @dataclass
@@ -112,6 +126,8 @@ class MemoryAgent:
         self.preferences = PreferenceLearner(store, preference_policy)
         self.step_timeout_s = step_timeout_s
         self._tasks: set[asyncio.Task[MemoryOutput]] = set()
+        # Per (user, session): one event per background run whose session step has not finished yet.
+        self._unsettled: dict[tuple[str, str], list[asyncio.Event]] = {}
         # Background runs beyond this wait their turn: under a burst, a few runs finish in their step budgets
         # instead of all of them sharing the store and the CPU and timing out together.
         self._slots = asyncio.Semaphore(max_background)
@@ -120,16 +136,40 @@ class MemoryAgent:
     def remember_in_background(self, memory_input: MemoryInput) -> asyncio.Task[MemoryOutput]:
         """Schedule ``run`` and return at once (the answer must not wait for memory). The task never raises;
         its result is the ``MemoryOutput``. Keep no reference if you do not need it: the agent keeps one."""
+        key = (memory_input.user_id, memory_input.session_id)
+        settled = asyncio.Event()
+        self._unsettled.setdefault(key, []).append(settled)
         task = asyncio.create_task(
-            self._run_in_slot(memory_input), name=f"remember:{memory_input.final_response.response_id}"
+            self._run_in_slot(memory_input, settled), name=f"remember:{memory_input.final_response.response_id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: self._settle(key, settled))  # also when cancelled before it started
         return task
 
-    async def _run_in_slot(self, memory_input: MemoryInput) -> MemoryOutput:
+    async def _run_in_slot(self, memory_input: MemoryInput, settled: asyncio.Event) -> MemoryOutput:
         async with self._slots:
-            return await self.run(memory_input)
+            return await self.run(memory_input, session_settled=settled)
+
+    def _settle(self, key: tuple[str, str], settled: asyncio.Event) -> None:
+        settled.set()
+        waiting = self._unsettled.get(key, [])
+        if settled in waiting:
+            waiting.remove(settled)
+        if not waiting:
+            self._unsettled.pop(key, None)
+
+    async def session_settled(self, user_id: str, session_id: str, timeout_s: float) -> bool:
+        """Wait until the exchanges of this session scheduled so far are in its summary (or their session step
+        failed). False if ``timeout_s`` passed first; True at once when nothing is pending."""
+        events = list(self._unsettled.get((user_id, session_id), []))
+        if not events:
+            return True
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        _, pending = await asyncio.wait(waiters, timeout=timeout_s)
+        for waiter in pending:
+            waiter.cancel()
+        return not pending
 
     @property
     def pending(self) -> int:
@@ -154,8 +194,16 @@ class MemoryAgent:
         await asyncio.gather(*leftover, return_exceptions=True)
 
     # ---- the work --------------------------------------------------------------------------------------------------
-    async def run(self, memory_input: MemoryInput) -> MemoryOutput:
-        """Store the exchange, its entities and relations, learn preferences, queue the Zep mirror. Never raises."""
+    async def run(self, memory_input: MemoryInput, *, session_settled: asyncio.Event | None = None) -> MemoryOutput:
+        """Store the exchange, update the session's summary, its entities and relations, learn preferences, queue
+        the Zep mirror. Never raises. ``session_settled`` is set once the summary step is over."""
+        try:
+            return await self._run(memory_input, session_settled)
+        finally:
+            if session_settled is not None:
+                session_settled.set()
+
+    async def _run(self, memory_input: MemoryInput, session_settled: asyncio.Event | None) -> MemoryOutput:
         started = time.perf_counter()
         user_id, session_id = memory_input.user_id, memory_input.session_id
         query, response = memory_input.query, memory_input.final_response
@@ -171,6 +219,21 @@ class MemoryAgent:
             ),
         )
         result["conversation_entry_added"] = record is not None
+
+        if response.answer_kind != "refusal" and (record is None or record.created):
+            turn = turn_from_response(response.model_copy(update={"query": query}))
+            summary = await self._step(
+                outcome,
+                "session",
+                lambda: self.store.update_session_summary(
+                    user_id=user_id,
+                    session_id=session_id,
+                    update=lambda previous: summary_after(previous, turn, user_id=user_id, session_id=session_id),
+                ),
+            )
+            result["session_summary_updated"] = summary is not None
+        if session_settled is not None:
+            session_settled.set()
 
         extraction = await self._step(
             outcome, "entities", lambda: self.extractor.extract([query.text, response.answer])
