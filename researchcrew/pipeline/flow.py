@@ -260,7 +260,7 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("confidence", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         kept = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        supports = await self._stages.support(self._query().text, kept)
+        supports = await self._stages.support(self._researched_query().text, kept)
         self._supports.update(supports)
         best = max((support.score for support in supports.values()), default=0.0)
         settings = self._stages.confidence
@@ -457,7 +457,7 @@ class ResearchFlow(Flow[ResearchState]):
         caveats = list(dict.fromkeys([*response.caveats, *source_caveats(reports), *self.state.caveats]))
         coverage = response.coverage
         if coverage is None and evaluation is not None:  # no synthesis ran: nothing cited, the evidence as found
-            coverage = coverage_metrics(self._query().text, [], evaluation.filtered_context.chunks)
+            coverage = coverage_metrics(self._researched_query().text, [], evaluation.filtered_context.chunks)
         response = response.model_copy(
             update={
                 "source_reports": reports,
