@@ -457,13 +457,12 @@ class ConfidenceSettings(_Group):
         "the search is reformulated, then the uncertainty answer is given.",
     )
     reformulate_min_support: float = Field(
-        default=0.35,
+        default=0.25,
         ge=0,
         le=1,
         description="Below this the best evidence is off-topic and rewording the search will not help: the "
-        "uncertainty answer is given at once (between this and answer_min_support the search is reformulated). "
-        "Evidence naming one of a question's three subjects in passing scores about 0.3 (hot-Jupiter abstracts for "
-        "'How much gallium is on Jupiter's moons?': 0.31).",
+        "uncertainty answer is given at once (between this and answer_min_support the search is reformulated, at "
+        "most twice).",
     )
     semantic_floor: float = Field(
         default=0.35, ge=-1, le=1, description="Question–passage cosine that counts as no match at all (support 0)."
