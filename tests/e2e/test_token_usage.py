@@ -14,7 +14,7 @@ import pytest
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts import FinalResponse, TokenCount, TokenUsage
 from researchcrew.contracts.follow_up import USAGE_STAGES
-from researchcrew.settings import LLMSettings
+from researchcrew.settings import ConfidenceSettings, LLMSettings
 from researchcrew.testing.llm import FakeLLM, LLMCall, estimate_tokens
 from tests.e2e.support import SpyTool, evidence, offline_settings
 from tests.loopback.openai import chat_completion, openai_server
@@ -48,9 +48,14 @@ def counted(calls: list[LLMCall]) -> TokenCount:
     return total
 
 
-async def ask(tmp_path: Path, llm: FakeLLM | None, chunks: list[Any], question: str = QUESTION) -> FinalResponse:
+async def ask(
+    tmp_path: Path, llm: FakeLLM | None, chunks: list[Any], question: str = QUESTION, **settings: Any
+) -> FinalResponse:
     async with ResearchAssistant(
-        offline_settings(tmp_path), tools=[SpyTool(chunks, source_type=chunks[0].source_type)], llm=llm, remember=False
+        offline_settings(tmp_path, **settings),
+        tools=[SpyTool(chunks, source_type=chunks[0].source_type)],
+        llm=llm,
+        remember=False,
     ) as assistant:
         return await assistant.ask(question)
 
@@ -93,7 +98,8 @@ async def test_adjudication_and_a_repaired_synthesis_are_counted_per_stage(tmp_p
 async def test_reformulation_tokens_are_counted(tmp_path: Path) -> None:
     weak = [evidence("weak-1", "Testing software is hard.", relevance=0.3)]
     llm = FakeLLM(["metamorphic relations oracle problem", "metamorphic testing survey"])
-    response = await ask(tmp_path, llm, weak)
+    # Weak but not hopeless evidence is searched again (off-topic evidence is not: the gate gives up at once).
+    response = await ask(tmp_path, llm, weak, confidence=ConfidenceSettings(reformulate_min_support=0.0))
 
     assert response.answer_kind == "uncertainty" and len(llm.calls) == 2
     assert response.token_usage.reformulation == counted(llm.calls)
