@@ -10,7 +10,16 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract, NonNegativeMs
 
 Stage = Literal[
-    "guard", "retrieve", "evaluate", "confidence", "reformulate", "synthesize", "validate", "remember", "respond"
+    "guard",
+    "retrieve",
+    "evaluate",
+    "confidence",
+    "reformulate",
+    "clarify",
+    "synthesize",
+    "validate",
+    "remember",
+    "respond",
 ]
 
 

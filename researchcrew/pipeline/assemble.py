@@ -32,6 +32,7 @@ def assemble_stages(
     settings: Settings, *, tools: Sequence[Tool], llm: BaseLLM | None, memory_agent: MemoryAgent | None
 ) -> ResearchStages:
     """The stages one research run uses. ``memory_agent=None`` remembers nothing."""
+    from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
     from researchcrew.pipeline.retrieve import RetrieverAgent
     from researchcrew.pipeline.synthesize.citations import validate_citations
@@ -59,6 +60,7 @@ def assemble_stages(
         validate_citations=check,
         remember=schedule_memory,
         reformulate=reformulate,
+        clarify=evidence_clarifier(settings.clarification, llm),
         deadline_s=settings.retrieval.run_deadline_s,
         timeout_per_source_s=settings.retrieval.timeout_per_source_s,
         num_results=settings.retrieval.num_results,

@@ -1,8 +1,8 @@
 """The work behind each ResearchFlow stage, bundled so the Flow can be run with real agents or test doubles.
 
 ``ResearchStages`` holds the four agents and the policies the Flow applies between them: how much of the run's
-deadline retrieval may use, how synthesis falls back when time runs out, how a query is reformulated, and how
-memory work is scheduled so that it never delays the answer.
+deadline retrieval may use, how synthesis falls back when time runs out, how a query is reformulated, when to ask
+clarifying questions instead of answering, and how memory work is scheduled so that it never delays the answer.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from researchcrew.contracts import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.pipeline.clarify import Clarifier, never_clarify
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class ResearchStages:
     validate_citations: CitationValidator
     remember: MemoryScheduler = _no_memory
     reformulate: Reformulator = deterministic_reformulation
+    clarify: Clarifier = never_clarify  # asks instead of answering when warranted; the default always answers
     on_event: Callable[[ProgressEvent], None] = _ignore_event
     deadline_s: float = 30.0
     timeout_per_source_s: float = 7.0
