@@ -77,11 +77,23 @@ def _document_key(chunk: ContextChunk) -> str:
     return chunk.source_id or chunk.url or chunk.title or chunk.chunk_id
 
 
+# Title words that say what kind of paper it is, not what it is about ("A Survey on ...", "... based on ...").
+_GENERIC_TITLE_WORDS = frozenset(
+    """based towards toward approach approaches study studies analysis case new novel paper survey review empirical
+    framework method methods technique techniques application applications results result first large improving
+    improved efficient effective automated automatic practical comparative systematic brief introduction""".split()
+)
+
+
+def _topic_word(word: str) -> bool:
+    return not (word in STOPWORDS or word in _GENERIC_TITLE_WORDS or len(word) < 3 or word.isdigit())
+
+
 def _phrases(title: str, question_stems: frozenset[str]) -> set[str]:
-    """Two-word phrases of a title made of content words, at least one of them new to the question."""
+    """Two-word phrases of a title made of topic words, at least one of them new to the question."""
     found: set[str] = set()
     for first, second in itertools.pairwise(tokens(title)):
-        if any(word in STOPWORDS or len(word) < 3 or word.isdigit() for word in (first, second)):
+        if not (_topic_word(first) and _topic_word(second)):
             continue
         if stem(first) in question_stems and stem(second) in question_stems:
             continue
@@ -101,11 +113,7 @@ def sub_topics(question: str, chunks: Sequence[ContextChunk], limit: int = MAX_O
     for title in documents.values():
         phrases.update(_phrases(title, question_stems))
         words.update(
-            {
-                word
-                for word in tokens(title)
-                if word not in STOPWORDS and len(word) > 3 and not word.isdigit() and stem(word) not in question_stems
-            }
+            {word for word in tokens(title) if _topic_word(word) and len(word) > 3 and stem(word) not in question_stems}
         )
     shared = [(phrase, count) for phrase, count in phrases.most_common() if count >= 2]
     if len(shared) < limit:

@@ -8,6 +8,9 @@
 A response may be a string, a callable of the messages returning a string, or an exception instance (raised, to
 test failure paths). When the queue is empty the fake raises ``FakeLLMExhausted`` instead of inventing text, so a
 test that makes an unexpected extra call fails loudly. ``delay_s`` simulates a slow model in ``acall``.
+
+Like a provider, it reports token usage (``get_token_usage_summary()``), estimated at 4 characters per token of
+the messages and the reply, so token budgets can be tested without a real model.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from crewai import BaseLLM
 from pydantic import PrivateAttr
 
 Message = dict[str, Any]
+CHARS_PER_TOKEN = 4  # the usual rule of thumb for English text
 Response = str | Callable[[list[Message]], str] | BaseException
 
 
@@ -70,7 +74,17 @@ class FakeLLM(BaseLLM):
         response = self._queue.popleft()
         if isinstance(response, BaseException):
             raise response
-        return response(normalized) if callable(response) else response
+        reply = response(normalized) if callable(response) else response
+        prompt_tokens = sum(len(str(message.get("content", ""))) for message in normalized) // CHARS_PER_TOKEN + 1
+        completion_tokens = len(reply) // CHARS_PER_TOKEN + 1
+        self._track_token_usage_internal(
+            {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            }
+        )
+        return reply
 
     def call(
         self,

@@ -70,7 +70,8 @@ def rule_plan(
         (f"What are the open problems and limitations of {topic}?", "what is not solved"),
     ]
     if summary and summary.years and summary.years[-1] - summary.years[0] >= 3:
-        candidates.append((f"How has {topic} developed in recent years?", "the evidence spans several years"))
+        recent = summary.years[(2 * len(summary.years)) // 3]
+        candidates.append((f"What has been reported on {topic} since {recent}?", "the evidence spans several years"))
     items: list[PlanItem] = []
     seen: set[str] = set()
     for text, rationale in candidates:

@@ -93,8 +93,8 @@ def _answer_sections(
     position: int, result: SubQuestionResult, index: EvidenceIndex, said: set[str] | None = None
 ) -> list[DraftSection]:
     """A sub-question's checked answer as report sections, its citations renumbered against ``index``. Statements
-    an earlier section already made (``said``) are left out — unless that would leave this sub-question with
-    nothing, when the repeat is its honest answer."""
+    an earlier section already made (``said``) are left out; when they are all this sub-question has, its first
+    one stays (under its title), so the reader sees it answered by the same evidence without reading it twice."""
     response = result.response
     if response is None or result.status != "answered":
         return []
@@ -123,6 +123,9 @@ def _answer_sections(
                 first = next(draft_section for draft_section in drafted if draft_section.claims)
                 first.heading = drafted[0].heading
                 drafted = [draft_section for draft_section in drafted if draft_section.claims]
+        else:
+            drafted[0].claims = drafted[0].claims[:1]
+            drafted = drafted[:1]
         said.update(_claim_key(claim) for draft_section in drafted for claim in draft_section.claims)
     return drafted
 
