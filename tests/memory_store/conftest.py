@@ -2,7 +2,7 @@
 
 ``store_url`` is parametrized: a SQLite file in ``tmp_path``, and a fresh PostgreSQL database on 127.0.0.1:5432
 (created from the server's ``test`` database, dropped after the test). The PostgreSQL half is marked
-``postgres`` and skips with the reason when the server is not there.
+``postgres`` and skips with the reason when the server is not there (fails under ``CI=true``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from researchcrew.contracts.synthesizer import Citation, FinalResponse
 from researchcrew.embedding.embedder import Embedder, get_embedder
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import EmbeddingSettings
+from tests.helpers.services import service_unavailable
 
 PG_HOST, PG_PORT, PG_ADMIN_DB = "127.0.0.1", 5432, "test"
 PG_USERS = ("postgres", "root")  # whichever this machine's server trusts
@@ -74,7 +75,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
     try:
         user = asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
     except ConnectionError as error:
-        pytest.skip(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
+        service_unavailable(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
     try:
         yield Database(url=f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}", backend="postgresql")
     finally:

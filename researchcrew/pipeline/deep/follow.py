@@ -140,12 +140,14 @@ class ReferenceFollower:
                 break
             resolutions = await self._resolve_all([reference for reference, _ in todo], sub_question, deadline)
             for (reference, depth), resolution in zip(todo, resolutions, strict=True):
+                if index in self._converged:  # an earlier reference of this depth made the document come back
+                    self._record(index, reference, depth, "skipped", self._convergence(index))
+                    continue
                 found = self._judge(index, sub_question, reference, depth, resolution, known)
                 for chunk in found:
                     known.add(chunk.chunk_id)
                     kept.append(chunk)
-                    if depth < self.settings.follow_depth:
-                        frontier += [(inner, depth + 1) for inner in detect_references(chunk)]
+                    frontier += [(inner, depth + 1) for inner in detect_references(chunk)]
         return kept
 
     def _limit(self, index: int, reference: DetectedReference, depth: int, deadline: float) -> str | None:
@@ -155,7 +157,7 @@ class ReferenceFollower:
         if depth > self.settings.follow_depth:
             return f"depth limit ({self.settings.follow_depth}) reached"
         if index in self._converged:
-            return f"convergence: “{self._converged[index]}” came back {self.settings.convergence_repeats} times"
+            return self._convergence(index)
         if self._looked_up[index] >= self.settings.max_references:
             return f"look-up limit ({self.settings.max_references} per sub-question) reached"
         if self._tokens[index] >= self.settings.reference_token_budget:
@@ -163,6 +165,9 @@ class ReferenceFollower:
         if time.monotonic() >= deadline:
             return "no time left for following references"
         return None
+
+    def _convergence(self, index: int) -> str:
+        return f"convergence: “{self._converged[index]}” came back {self.settings.convergence_repeats} times"
 
     def _judge(
         self,
