@@ -78,11 +78,11 @@ def _document_key(chunk: ContextChunk) -> str:
 
 
 # Title words that say what kind of paper it is, not what it is about ("A Survey on ...", "... based on ...").
-_GENERIC_TITLE_WORDS = frozenset(
-    """based towards toward approach approaches study studies analysis case new novel paper survey review empirical
-    framework method methods technique techniques application applications results result first large improving
-    improved efficient effective automated automatic practical comparative systematic brief introduction""".split()
-)
+_GENERIC_TITLE_TEXT = """based towards toward approach approaches study studies analysis case new novel paper survey
+    review empirical framework method methods technique techniques application applications results result first
+    large improving improved efficient effective automated automatic practical comparative systematic brief
+    introduction"""
+_GENERIC_TITLE_WORDS = frozenset(_GENERIC_TITLE_TEXT.split())
 
 
 def _topic_word(word: str) -> bool:

@@ -24,7 +24,9 @@ def scored(chunk_id: str, content: str, *, quality: float = 0.8, **fields: objec
     return ScoredChunk(chunk=chunk, quality_score=quality, source_reputation=0.8, recency=0.5, relevance=0.8)
 
 
-def answer(question: str, sections: list[tuple[str, list[tuple[str, list[ContextChunk]]]]], **fields: object) -> FinalResponse:
+def answer(
+    question: str, sections: list[tuple[str, list[tuple[str, list[ContextChunk]]]]], **fields: object
+) -> FinalResponse:
     """A checked answer: sections of (heading, [(claim text, chunks it cites)])."""
     numbers: dict[str, int] = {}
     chunks: dict[str, ContextChunk] = {}
@@ -62,10 +64,16 @@ def result(
     """A researched sub-question whose answer makes ``claims`` (text, indexes into ``evidence``)."""
     item = PlanItem(id=item_id, question=question)
     if not claims:
-        response = FinalResponse(query=Query(text=question, user_id="u", session_id="s"), answer="…", answer_kind="uncertainty")
-        return SubQuestionResult(item=item, status=status or "weak", response=response, evidence=evidence, weak_evidence=weak or [])  # type: ignore[arg-type]
+        response = FinalResponse(
+            query=Query(text=question, user_id="u", session_id="s"), answer="…", answer_kind="uncertainty"
+        )
+        return SubQuestionResult(
+            item=item, status=status or "weak", response=response, evidence=evidence, weak_evidence=weak or []
+        )  # type: ignore[arg-type]
     response = answer(question, [("", [(text, [evidence[i].chunk for i in cited]) for text, cited in claims])])
-    return SubQuestionResult(item=item, status=status or "answered", response=response, evidence=evidence, weak_evidence=weak or [])  # type: ignore[arg-type]
+    return SubQuestionResult(
+        item=item, status=status or "answered", response=response, evidence=evidence, weak_evidence=weak or []
+    )  # type: ignore[arg-type]
 
 
 def plan_of(*results: SubQuestionResult, question: str = "What is known about testing?") -> ResearchPlan:

@@ -13,10 +13,16 @@ from researchcrew.text.terms import term_set
 from researchcrew.tools.base import Tool
 
 PASSAGES = {
-    "pool-1": ("Pooled testing", "Pooled testing screens many samples with few tests by mixing samples before testing."),
+    "pool-1": (
+        "Pooled testing",
+        "Pooled testing screens many samples with few tests by mixing samples before testing.",
+    ),
     "pool-2": ("Dilution in pools", "Dilution lowers the sensitivity of pooled testing when pools grow large."),
     "pool-3": ("Dorfman screening", "Dorfman proposed group testing in 1943 to screen soldiers for syphilis."),
-    "pool-4": ("Adaptive pooling", "Adaptive pooling designs retest positive pools in a second stage to find infected samples."),
+    "pool-4": (
+        "Adaptive pooling",
+        "Adaptive pooling designs retest positive pools in a second stage to find infected samples.",
+    ),
     "pool-5": ("Pooling cost", "Pooling samples saves reagents and laboratory time during large screening campaigns."),
     "pool-6": ("Pooling limits", "Pooled testing works poorly when the prevalence of infection is high."),
 }
@@ -29,7 +35,9 @@ class CorpusTool(Tool):
     description: ClassVar[str] = "An in-process corpus."
     source_type: ClassVar[str] = "rag"
 
-    def __init__(self, passages: dict[str, tuple[str, str]] | None = None, *, delay_s: float = 0.0, only_if: str | None = None) -> None:
+    def __init__(
+        self, passages: dict[str, tuple[str, str]] | None = None, *, delay_s: float = 0.0, only_if: str | None = None
+    ) -> None:
         self.passages = passages or PASSAGES
         self.delay_s = delay_s
         self.only_if = only_if  # answer nothing unless the query contains this word (to force a clarification)

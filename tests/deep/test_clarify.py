@@ -3,6 +3,7 @@ narrow — by rule without a model, worded by the model with one; and the user's
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -89,7 +90,19 @@ def test_nothing_found_asks_for_other_words_a_period_and_sources_but_only_if_a_s
 
 async def test_the_model_words_the_questions_from_the_facts_and_the_rules_are_the_fallback() -> None:
     summary = summarize_evidence("What is known about testing ML systems?", ["q"], chunks(), REPORTS)  # type: ignore[arg-type]
-    worded = '{"questions": [{"facet": "sub_topic", "question": "Metamorphic or mutation testing?", "options": ["metamorphic", "mutation"], "extra": 1}, {"facet": "weird", "question": "Since when?"}]}'
+    worded = json.dumps(
+        {
+            "questions": [
+                {
+                    "facet": "sub_topic",
+                    "question": "Metamorphic or mutation testing?",
+                    "options": ["metamorphic"],
+                    "x": 1,
+                },
+                {"facet": "weird", "question": "Since when?"},
+            ]
+        }
+    )
     llm = FakeLLM([worded, "I cannot help", TimeoutError("slow")])
     request = await llm_clarification(llm, summary, "too_many_matches")
     assert request.written_by == "llm"

@@ -101,24 +101,36 @@ def test_relevance_and_title_matching() -> None:
     assert relevance_to(QUESTION, BLS, scoped=False) >= 0.75
     assert relevance_to(QUESTION, HOT_JUPITERS, scoped=False) == 0.0
     assert title_matches("Metamorphic Testing for Pose Estimation", "“Metamorphic testing for pose estimation”")
-    assert title_matches(METAL["metal"]["title"], "[2] Hyland. METAL: Metamorphic Testing Framework for Analyzing Large-Language Model Qualities. 2023.")
+    assert title_matches(
+        METAL["metal"]["title"],
+        "[2] Hyland. METAL: Metamorphic Testing Framework for Analyzing Large-Language Model Qualities. 2023.",
+    )
     assert not title_matches("Testing", "A completely different paper title")
 
 
 async def test_arxiv_ids_are_looked_up_in_one_request_and_kept_when_relevant() -> None:
     arxiv = FakeTool("arxiv", chunks=[BLS, HOT_JUPITERS])
     follow = follower(arxiv)
-    evidence = [citing("Bugs in BLS libraries: arXiv:2104.12255. Unrelated: arXiv:astro-ph/0601001 and arXiv:1111.11111.")]
+    evidence = [
+        citing("Bugs in BLS libraries: arXiv:2104.12255. Unrelated: arXiv:astro-ph/0601001 and arXiv:1111.11111.")
+    ]
     kept = await follow.follow(1, QUESTION, evidence, time_limit_s=5)
 
     assert len(arxiv.calls) == 1
     assert sorted(arxiv.calls[0][0].split()) == ["1111.11111", "2104.12255", "astro-ph/0601001"]
     assert [chunk.chunk_id for chunk in kept] == ["arxiv:2104.12255v1"]
     assert kept[0].semantic_relevance >= 0.75
-    assert kept[0].metadata["followed_reference"] == {"kind": "arxiv", "target": "2104.12255", "found_in": "web-1", "depth": 1}
+    assert kept[0].metadata["followed_reference"] == {
+        "kind": "arxiv",
+        "target": "2104.12255",
+        "found_in": "web-1",
+        "depth": 1,
+    }
     outcomes = {record.target: (record.outcome, record.reason) for record in follow.records}
     assert outcomes["2104.12255"][0] == "kept" and "≥ 0.50" in outcomes["2104.12255"][1]
-    assert outcomes["astro-ph/0601001"][0] == "rejected" and "below the threshold 0.50" in outcomes["astro-ph/0601001"][1]
+    assert (
+        outcomes["astro-ph/0601001"][0] == "rejected" and "below the threshold 0.50" in outcomes["astro-ph/0601001"][1]
+    )
     assert outcomes["1111.11111"] == ("unresolved", "arXiv has no paper 1111.11111")
 
 
@@ -127,7 +139,12 @@ async def test_a_failing_or_missing_source_leaves_the_reference_unresolved_with_
     await down.follow(1, QUESTION, [citing("See arXiv:2104.12255.")], time_limit_s=5)
     assert down.records[0].outcome == "unresolved" and "http_error — arXiv answered HTTP 503" in down.records[0].reason
     none = follower()
-    await none.follow(1, QUESTION, [citing('See arXiv:2104.12255 and the paper "Metamorphic Testing in Practice Today".')], time_limit_s=5)
+    await none.follow(
+        1,
+        QUESTION,
+        [citing('See arXiv:2104.12255 and the paper "Metamorphic Testing in Practice Today".')],
+        time_limit_s=5,
+    )
     assert [(r.kind, r.outcome, r.reason) for r in none.records] == [
         ("arxiv", "unresolved", "no arXiv source to look the id up in"),
         ("named_document", "unresolved", "no knowledge base to look it up in"),
@@ -137,8 +154,10 @@ async def test_a_failing_or_missing_source_leaves_the_reference_unresolved_with_
 async def test_a_named_document_is_found_by_title_then_read_by_a_scoped_search() -> None:
     knowledge = KnowledgeFake(METAL)
     follow = follower(knowledge=knowledge)
-    text = 'Quality of LLMs is assessed in the paper "METAL: Metamorphic Testing Framework for Analyzing Large-Language Model Qualities".'
-    kept = await follow.follow(2, "How do metamorphic relations evaluate large language model qualities?", [citing(text)], time_limit_s=5)
+    text = f'Quality of LLMs is assessed in the paper "{METAL["metal"]["title"]}".'
+    kept = await follow.follow(
+        2, "How do metamorphic relations evaluate large language model qualities?", [citing(text)], time_limit_s=5
+    )
     assert knowledge.calls[0][1]["filters"] is None  # the registry look-up: the title, unscoped
     assert knowledge.calls[1][1]["filters"] == {"doc_ids": ["metal"]}  # then the document, for the sub-question
     assert kept and kept[0].chunk_id == "metal:0" and kept[0].source_id == "metal"
@@ -166,21 +185,29 @@ async def test_numbered_citations_use_the_list_in_the_passage_or_in_the_document
 async def test_a_section_is_read_from_the_citing_document() -> None:
     knowledge = KnowledgeFake(METAL)
     follow = follower(knowledge=knowledge)
-    own = fake_chunk("rag", 5, content="The relations are listed in Section 3.2.", source_id="metal", chunk_id="metal:7")
+    own = fake_chunk(
+        "rag", 5, content="The relations are listed in Section 3.2.", source_id="metal", chunk_id="metal:7"
+    )
     kept = await follow.follow(1, "Which metamorphic relations perturb the input text?", [own], time_limit_s=5)
     assert [chunk.chunk_id for chunk in kept] == ["metal:1"]  # the passage under "3.2 Relations"
 
 
 async def test_references_of_references_are_followed_to_the_depth_limit() -> None:
     second_hand = fake_chunk(
-        "arxiv", 3, chunk_id="arxiv:1707.08567v1", source_id="1707.08567v1",
+        "arxiv",
+        3,
+        chunk_id="arxiv:1707.08567v1",
+        source_id="1707.08567v1",
         content="BLS signature libraries had bugs; see also arXiv:2104.12255 for the zero bugs.",
     )
     arxiv = FakeTool("arxiv", chunks=[BLS, second_hand])
     deep = follower(arxiv)
     kept = await deep.follow(1, QUESTION, [citing("Survey: arXiv:1707.08567.")], time_limit_s=5)
     assert [chunk.chunk_id for chunk in kept] == ["arxiv:1707.08567v1", "arxiv:2104.12255v1"]
-    assert [(r.target, r.depth, r.outcome) for r in deep.records] == [("1707.08567", 1, "kept"), ("2104.12255", 2, "kept")]
+    assert [(r.target, r.depth, r.outcome) for r in deep.records] == [
+        ("1707.08567", 1, "kept"),
+        ("2104.12255", 2, "kept"),
+    ]
 
     shallow = follower(FakeTool("arxiv", chunks=[BLS, second_hand]), follow_depth=1)
     await shallow.follow(1, QUESTION, [citing("Survey: arXiv:1707.08567.")], time_limit_s=5)
@@ -194,13 +221,18 @@ async def test_a_reference_is_looked_up_once_per_sub_question_and_resolved_once_
     await follow.follow(1, QUESTION, evidence, time_limit_s=5)
     await follow.follow(2, QUESTION, evidence, time_limit_s=5)
     assert len(arxiv.calls) == 1  # resolved once for the run
-    assert [(r.sub_question, r.outcome) for r in follow.records] == [(1, "kept"), (2, "kept")]  # judged per sub-question
+    assert [(r.sub_question, r.outcome) for r in follow.records] == [
+        (1, "kept"),
+        (2, "kept"),
+    ]  # judged per sub-question
 
 
 async def test_the_same_document_coming_back_stops_following_convergence() -> None:
     knowledge = KnowledgeFake(METAL)
     follow = follower(knowledge=knowledge, convergence_repeats=2)
-    own = fake_chunk("rag", 5, content="See Section 1, Section 3.2 and Appendix A.", source_id="metal", chunk_id="metal:8")
+    own = fake_chunk(
+        "rag", 5, content="See Section 1, Section 3.2 and Appendix A.", source_id="metal", chunk_id="metal:8"
+    )
     await follow.follow(1, "metamorphic relations of large language models", [own], time_limit_s=5)
     outcomes = [(r.target, r.outcome) for r in follow.records]
     assert outcomes[:2] == [("1", "kept"), ("3.2", "kept")]  # the second makes the document come back twice

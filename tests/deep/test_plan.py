@@ -73,9 +73,19 @@ def test_rule_plan_carries_the_users_focus_into_every_sub_question() -> None:
 
 
 async def test_the_model_proposes_the_plan_and_the_rules_take_over_when_it_fails() -> None:
-    reply = "Here it is:\n```json\n" + json.dumps(
-        {"sub_questions": [{"question": "What is X?", "rationale": "basics"}, {"question": "what is x?"}, {"question": "Why Y?"}]}
-    ) + "\n```"
+    reply = (
+        "Here it is:\n```json\n"
+        + json.dumps(
+            {
+                "sub_questions": [
+                    {"question": "What is X?", "rationale": "basics"},
+                    {"question": "what is x?"},
+                    {"question": "Why Y?"},
+                ]
+            }
+        )
+        + "\n```"
+    )
     llm = FakeLLM([reply, "no JSON at all", RuntimeError("provider down")])
     proposed = await llm_plan(llm, "Q?", None, [], max_items=5)
     assert proposed.written_by == "llm"
@@ -114,7 +124,9 @@ def test_edits_cut_reorder_reword_and_add() -> None:
         (PlanDecision(items=[PlanChoice(question="")]), "adds a sub-question but gives no text"),
         (PlanDecision(items=[PlanChoice(id=1), PlanChoice(question="what is a?")]), "appears twice"),
         (
-            PlanDecision(items=[PlanChoice(id=n) for n in (1, 2, 3)] + [PlanChoice(question=f"New {n}?") for n in range(3)]),
+            PlanDecision(
+                items=[PlanChoice(id=n) for n in (1, 2, 3)] + [PlanChoice(question=f"New {n}?") for n in range(3)]
+            ),
             "at most 5 are allowed",
         ),
     ],

@@ -25,8 +25,14 @@ def report(sections, **fields):  # type: ignore[no-untyped-def]
 
 
 GOOD = [
-    ("1. What is metamorphic testing of machine learning systems?", [("Metamorphic testing checks relations between outputs of machine learning systems.", [METAMORPHIC.chunk])]),
-    ("2. What is mutation testing of machine learning programs?", [("Mutation testing injects faults into machine learning programs.", [MUTATION.chunk])]),
+    (
+        "1. What is metamorphic testing of machine learning systems?",
+        [("Metamorphic testing checks relations between outputs of machine learning systems.", [METAMORPHIC.chunk])],
+    ),
+    (
+        "2. What is mutation testing of machine learning programs?",
+        [("Mutation testing injects faults into machine learning programs.", [MUTATION.chunk])],
+    ),
 ]
 
 
@@ -67,7 +73,10 @@ def test_sections_out_of_plan_order_or_untitled_lower_the_structure() -> None:
 def test_statements_that_ignore_the_question_lower_relevance() -> None:
     off_topic = scored("web-3", "The weather in Lisbon is mild in spring.")
     sections = [
-        ("1. What is metamorphic testing of machine learning systems?", [("The weather in Lisbon is mild in spring.", [off_topic.chunk])]),
+        (
+            "1. What is metamorphic testing of machine learning systems?",
+            [("The weather in Lisbon is mild in spring.", [off_topic.chunk])],
+        ),
         GOOD[1],
     ]
     scores = score_report(report(sections), PLAN, PLAN.question, attempt=1, threshold=0.7)

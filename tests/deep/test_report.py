@@ -25,7 +25,9 @@ D = scored("rag-4", "Group testing was proposed by Dorfman in 1943 for syphilis 
 
 def test_sections_follow_the_plan_with_global_numbers_and_valid_citations() -> None:
     first = result(1, "What is pooled testing?", [A, B], [("Pooled testing screens many samples with few tests.", [0])])
-    second = result(2, "How sensitive is the pooled test?", [B, A], [("The pooled test reaches a sensitivity of 95%.", [0])])
+    second = result(
+        2, "How sensitive is the pooled test?", [B, A], [("The pooled test reaches a sensitivity of 95%.", [0])]
+    )
     draft = assemble_report(QUERY, plan_of(first, second), [first, second], SETTINGS)
     response = draft.response
     assert [section.heading for section in response.sections] == [
@@ -50,8 +52,18 @@ def test_a_statement_made_earlier_is_not_repeated() -> None:
 
 
 def test_disagreements_across_sub_questions_are_shown_side_by_side() -> None:
-    first = result(1, "How sensitive is the pooled test in study B?", [B], [("The pooled test reaches a sensitivity of 95% on the screening cohort.", [0])])
-    second = result(2, "How sensitive is the pooled test in study C?", [C], [("On the screening cohort, the pooled test's sensitivity is only 70%.", [0])])
+    first = result(
+        1,
+        "How sensitive is the pooled test in study B?",
+        [B],
+        [("The pooled test reaches a sensitivity of 95% on the screening cohort.", [0])],
+    )
+    second = result(
+        2,
+        "How sensitive is the pooled test in study C?",
+        [C],
+        [("On the screening cohort, the pooled test's sensitivity is only 70%.", [0])],
+    )
     draft = assemble_report(QUERY, plan_of(first, second), [first, second], SETTINGS)
     assert [(r.chunk_id_a, r.chunk_id_b, r.kind) for r in draft.contradictions] == [("web-2", "arxiv-3", "numeric")]
     across = [s for s in draft.response.sections if s.perspective]
@@ -84,11 +96,19 @@ async def test_the_llm_retry_rewrites_the_report_with_the_issues_and_the_citatio
     second = result(2, "Who proposed group testing?", [], weak=[D])
     draft = {
         "sections": [
-            {"heading": "1. What is pooled testing?", "perspective": None, "claims": [{"text": "Pooling screens many samples with few tests.", "citations": [1]}]},
-            {"heading": "2. Who proposed group testing?", "perspective": None, "claims": [
-                {"text": "Dorfman proposed it in 1943.", "citations": [2]},
-                {"text": "It was invented on the moon.", "citations": [7]},
-            ]},
+            {
+                "heading": "1. What is pooled testing?",
+                "perspective": None,
+                "claims": [{"text": "Pooling screens many samples with few tests.", "citations": [1]}],
+            },
+            {
+                "heading": "2. Who proposed group testing?",
+                "perspective": None,
+                "claims": [
+                    {"text": "Dorfman proposed it in 1943.", "citations": [2]},
+                    {"text": "It was invented on the moon.", "citations": [7]},
+                ],
+            },
         ]
     }
     llm = FakeLLM([json.dumps(draft)])

@@ -42,7 +42,9 @@ def request(question: str = QUESTION, user_id: str = "ada") -> ResearchRequest:
 async def test_an_approved_run_goes_from_probe_to_checked_report(tmp_path: Path) -> None:
     events: list[DeepProgressEvent] = []
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
-        run = await runtime.start_deep_run(request(), DeepOptions(auto_approve=True, max_subquestions=4), on_event=events.append)
+        run = await runtime.start_deep_run(
+            request(), DeepOptions(auto_approve=True, max_subquestions=4), on_event=events.append
+        )
 
     assert run.status == "completed" and run.awaiting is None and run.error is None
     report = run.report
@@ -97,7 +99,10 @@ async def test_a_run_pauses_at_its_plan_until_the_users_decision_arrives(tmp_pat
         run = await runtime.resume_deep_run(run.run_id, user_id="ada")
 
         assert run.status == "completed" and run.report is not None
-        assert [item.question for item in run.report.plan.items] == [last.question, "How does pooled testing save reagents?"]
+        assert [item.question for item in run.report.plan.items] == [
+            last.question,
+            "How does pooled testing save reagents?",
+        ]
         assert [sub.item.id for sub in run.report.sub_questions] == [last.id, first.id]
         with pytest.raises(DeepRunStateError, match="is completed; it waits for nothing"):
             await runtime.decide_deep_run(run.run_id, user_id="ada", decision=PlanDecision())
@@ -185,13 +190,17 @@ async def test_two_resumes_of_one_run_one_wins(tmp_path: Path) -> None:
 
 async def test_the_deadline_returns_the_report_so_far_marked_partial(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool(delay_s=0.5)], remember=False) as runtime:
-        run = await runtime.start_deep_run(request(), DeepOptions(auto_approve=True, max_subquestions=6, deadline_s=3.0))
+        run = await runtime.start_deep_run(
+            request(), DeepOptions(auto_approve=True, max_subquestions=6, deadline_s=3.0)
+        )
     report = run.report
     assert run.status == "completed" and report is not None
     assert report.partial and report.response.partial and report.budget.exhausted == "deadline"
     statuses = [sub.status for sub in report.sub_questions]
     assert "not_researched" in statuses and statuses[0] != "not_researched"
-    assert report.not_done and all("was not researched: the run's deadline was reached" in note for note in report.not_done)
+    assert report.not_done and all(
+        "was not researched: the run's deadline was reached" in note for note in report.not_done
+    )
     assert report.budget.elapsed_s < 4.5
     assert set(report.not_done) <= set(report.response.caveats)
 
@@ -199,8 +208,21 @@ async def test_the_deadline_returns_the_report_so_far_marked_partial(tmp_path: P
 def _scripted(messages: list[dict[str, Any]]) -> str:
     """The fake model: a plan when asked for one, otherwise an answer citing the first evidence block."""
     if "sub_questions" in messages[0]["content"]:
-        return json.dumps({"sub_questions": [{"question": q} for q in ("What is pooled testing?", "What limits pooled testing?", "Who proposed group testing?")]})
-    return json.dumps({"sections": [{"heading": "", "perspective": None, "claims": [{"text": "Pooling mixes samples.", "citations": [1]}]}]})
+        return json.dumps(
+            {
+                "sub_questions": [
+                    {"question": q}
+                    for q in ("What is pooled testing?", "What limits pooled testing?", "Who proposed group testing?")
+                ]
+            }
+        )
+    return json.dumps(
+        {
+            "sections": [
+                {"heading": "", "perspective": None, "claims": [{"text": "Pooling mixes samples.", "citations": [1]}]}
+            ]
+        }
+    )
 
 
 async def test_the_token_budget_stops_research_and_says_so(tmp_path: Path) -> None:
@@ -222,7 +244,9 @@ async def test_streaming_yields_the_events_then_the_run(tmp_path: Path) -> None:
         assert all(isinstance(item, DeepProgressEvent) for item in items[:-1])
         assert any(item.phase == "plan" and item.status == "paused" for item in items[:-1])  # type: ignore[union-attr]
         await runtime.decide_deep_run(items[-1].run_id, user_id="ada", decision=PlanDecision())
-        resumed = [item async for item in (await runtime.deep_research()).stream_resume(items[-1].run_id, user_id="ada")]
+        resumed = [
+            item async for item in (await runtime.deep_research()).stream_resume(items[-1].run_id, user_id="ada")
+        ]
     assert isinstance(resumed[-1], DeepRun) and resumed[-1].status == "completed"
     assert any(isinstance(item, DeepProgressEvent) and item.phase == "research" for item in resumed)
 

@@ -16,7 +16,9 @@ PENDING = {"flow_id": "r1", "flow_class": "x.DeepResearchFlow", "method_name": "
 
 async def paused(store: MemoryStore, run_id: str = "r1", *, user_id: str = "ada", expires_in_s: float = 3600) -> None:
     runs = store.deep_runs
-    await runs.create(run_id=run_id, user_id=user_id, session_id="s", question="Q?", lease_until=NOW + timedelta(hours=1))
+    await runs.create(
+        run_id=run_id, user_id=user_id, session_id="s", question="Q?", lease_until=NOW + timedelta(hours=1)
+    )
     await runs.pause(
         run_id, state=STATE, pending=PENDING, awaiting="plan_approval", expires_at=NOW + timedelta(seconds=expires_in_s)
     )
@@ -30,7 +32,12 @@ async def test_a_paused_run_keeps_its_state_and_survives_reopening(database: Dat
     finally:
         await reopened.close()
     assert record is not None
-    assert (record.status, record.awaiting, record.user_id, record.feedback) == ("awaiting_human_feedback", "plan_approval", "ada", None)
+    assert (record.status, record.awaiting, record.user_id, record.feedback) == (
+        "awaiting_human_feedback",
+        "plan_approval",
+        "ada",
+        None,
+    )
     assert record.state == STATE and record.pending == PENDING
     assert record.expires_at is not None and record.expires_at > NOW
     assert await store.deep_runs.get("nope") is None

@@ -283,15 +283,17 @@ class ReferenceFollower:
         return [results.get(position, timed_out) for position in range(len(references))]
 
     def _arxiv_id(self, reference: DetectedReference) -> str | None:
+        """The arXiv id a reference asks for, as written (with its version, if it names one)."""
         if reference.kind == "arxiv":
-            return strip_version(reference.target)
+            return reference.target
         if reference.kind == "numbered" and reference.entry:
             inner = entry_target(reference.entry)
             if inner is not None and inner[0] == "arxiv":
-                return strip_version(inner[1])
+                return inner[1]
         return None
 
     async def _arxiv_batch(self, ids: list[str], timeout_s: float) -> dict[str, Resolution]:
+        """Resolve arXiv ids, the ones not resolved yet in one id-list request."""
         missing = [arxiv_id for arxiv_id in ids if f"arxiv:{arxiv_id}" not in self._cache]
         if missing and self.arxiv is None:
             for arxiv_id in missing:
@@ -300,11 +302,12 @@ class ReferenceFollower:
             result = await self.arxiv.search(" ".join(missing), num_results=min(100, len(missing)), timeout=timeout_s)
             by_id = {strip_version(chunk.source_id or ""): chunk for chunk in result.chunks}
             for arxiv_id in missing:
+                found = by_id.get(strip_version(arxiv_id))
                 if result.failure is not None:
                     reason = f"arXiv look-up failed: {result.failure.kind} — {result.failure.message}"
                     self._cache[f"arxiv:{arxiv_id}"] = Resolution((), reason)
-                elif arxiv_id in by_id:
-                    self._cache[f"arxiv:{arxiv_id}"] = Resolution((by_id[arxiv_id],), f"arXiv {arxiv_id}")
+                elif found is not None:
+                    self._cache[f"arxiv:{arxiv_id}"] = Resolution((found,), f"arXiv {found.source_id}")
                 else:
                     self._cache[f"arxiv:{arxiv_id}"] = Resolution((), f"arXiv has no paper {arxiv_id}")
         return {arxiv_id: self._cache[f"arxiv:{arxiv_id}"] for arxiv_id in ids}
@@ -324,7 +327,7 @@ class ReferenceFollower:
                 return Resolution((), f"the reference list of its document has no entry {reference.target}")
             inner = entry_target(entry)
             if inner is not None and inner[0] == "arxiv":
-                return (await self._arxiv_batch([strip_version(inner[1])], timeout_s))[strip_version(inner[1])]
+                return (await self._arxiv_batch([inner[1]], timeout_s))[inner[1]]
             if inner is not None and inner[0] == "doi":
                 return await self._doi(inner[1], sub_question, timeout_s)
             return await self._title(entry, sub_question, timeout_s)

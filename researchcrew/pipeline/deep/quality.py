@@ -36,7 +36,8 @@ def section_number(heading: str) -> int | None:
 
 def sections_by_position(sections: Sequence[AnswerSection]) -> tuple[dict[int, list[AnswerSection]], list[int]]:
     """Sections grouped by plan position (an untitled section belongs to the one before it), and the order in
-    which the positions appear (each run of one position once). Sections outside any position (disagreements across sub-questions) are left out."""
+    which the positions appear (each run of one position once). Sections outside any position (disagreements
+    across sub-questions) are left out."""
     grouped: dict[int, list[AnswerSection]] = defaultdict(list)
     order: list[int] = []
     current: int | None = None

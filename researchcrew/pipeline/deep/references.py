@@ -3,7 +3,8 @@
 Five kinds, each by a conservative pattern (a false reference costs a lookup, a missed one only a lead):
 
 * **arXiv ids** with their prefix or link: ``arXiv:2104.12255``, ``arxiv.org/abs/2104.12255v1``,
-  ``arXiv:astro-ph/0601001``. Bare numbers are not taken: ``2021.12345`` could be anything.
+  ``arXiv:astro-ph/0601001`` (kept as written, version and all; two versions of one paper are one reference).
+  Bare numbers are not taken: ``2021.12345`` could be anything.
 * **DOIs**: ``10.1145/3368089.3409754``, ``doi:10.…``, ``https://doi.org/10.…`` (trailing punctuation dropped).
 * **Numbered citations** ``[12]``, ``[3, 5]``, ``[2–4]`` whose numbers have an entry in a reference list
   ("References" / "Bibliography" heading followed by ``[n] …`` or ``n. …`` lines). A knowledge-base passage
@@ -69,12 +70,15 @@ class DetectedReference:
         if self.kind == "numbered" and self.entry:
             inner = entry_target(self.entry)
             if inner is not None:
-                return f"{inner[0]}:{inner[1].lower()}"
+                target = strip_version(inner[1]) if inner[0] == "arxiv" else inner[1]
+                return f"{inner[0]}:{target.lower()}"
             return f"title:{normal_title(self.entry)}"
         if self.kind == "named_document":
             return f"title:{normal_title(self.target)}"
         if self.kind in ("numbered", "section"):
             return f"{self.kind}:{self.document}:{self.target}"
+        if self.kind == "arxiv":
+            return f"arxiv:{strip_version(self.target).lower()}"
         return f"{self.kind}:{self.target.lower()}"
 
 
@@ -96,7 +100,7 @@ _ARXIV_DOI_RE = re.compile(r"^10\.48550/arxiv\.(.+)$", re.IGNORECASE)  # arXiv's
 def entry_target(entry: str) -> tuple[ReferenceKind, str] | None:
     """What a reference-list entry points to when it carries an identifier: its arXiv id, else its DOI."""
     if match := ARXIV_RE.search(entry):
-        return "arxiv", match.group(1)
+        return "arxiv", match.group(1) + (match.group(2) or "")
     if match := DOI_RE.search(entry):
         return _doi_or_arxiv(_clean_doi(match.group(1)))
     return None
@@ -151,7 +155,7 @@ def detect_references(chunk: ContextChunk) -> list[DetectedReference]:
     found: list[tuple[int, DetectedReference]] = []
 
     for match in ARXIV_RE.finditer(body):
-        arxiv_id = match.group(1)
+        arxiv_id = match.group(1) + (match.group(2) or "")  # as written: a version asks for that version
         if strip_version(arxiv_id) != own_arxiv:
             found.append(
                 (match.start(), DetectedReference("arxiv", arxiv_id, match.group(0), chunk.chunk_id, document))
