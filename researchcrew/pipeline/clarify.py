@@ -89,13 +89,19 @@ def _topic_word(word: str) -> bool:
     return not (word in STOPWORDS or word in _GENERIC_TITLE_WORDS or len(word) < 3 or word.isdigit())
 
 
+def _asked(word: str, question_stems: frozenset[str]) -> bool:
+    """Whether the question already says this word, also in another form ("generation" for "generating")."""
+    root = stem(word)
+    return root in question_stems or any(len(root) >= 6 and asked[:6] == root[:6] for asked in question_stems)
+
+
 def _phrases(title: str, question_stems: frozenset[str]) -> set[str]:
     """Two-word phrases of a title made of topic words, at least one of them new to the question."""
     found: set[str] = set()
     for first, second in itertools.pairwise(tokens(title)):
         if not (_topic_word(first) and _topic_word(second)):
             continue
-        if stem(first) in question_stems and stem(second) in question_stems:
+        if _asked(first, question_stems) and _asked(second, question_stems):
             continue
         found.add(f"{first} {second}")
     return found
@@ -113,7 +119,7 @@ def sub_topics(question: str, chunks: Sequence[ContextChunk], limit: int = MAX_O
     for title in documents.values():
         phrases.update(_phrases(title, question_stems))
         words.update(
-            {word for word in tokens(title) if _topic_word(word) and len(word) > 3 and stem(word) not in question_stems}
+            {word for word in tokens(title) if _topic_word(word) and len(word) > 3 and not _asked(word, question_stems)}
         )
     shared = [(phrase, count) for phrase, count in phrases.most_common() if count >= 2]
     if len(shared) < limit:
