@@ -301,7 +301,11 @@ class DeepResearchSettings(_Group):
         description="How long a paused run waits for the user's answer or decision before it expires.",
     )
     probe_results: int = Field(
-        default=20, ge=1, le=100, description="Results asked of each source when probing the question before planning."
+        default=10,
+        ge=1,
+        le=100,
+        description="Results asked of each source when probing the question before planning (web results may cost "
+        "Firecrawl credits; the knowledge base counts all its matches regardless).",
     )
     follow_depth: int = Field(
         default=2, ge=0, le=3, description="How deep references are followed (2: references of references once)."

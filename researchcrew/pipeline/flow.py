@@ -39,7 +39,7 @@ from researchcrew.contracts import (
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel
-from researchcrew.pipeline.clarify import ClarificationInput, clarification_response
+from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
 from researchcrew.pipeline.evidence_gate import evidence_confidence
 from researchcrew.pipeline.guard import check_question
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
@@ -268,8 +268,8 @@ class ResearchFlow(Flow[ResearchState]):
         return await self._clarify_or("explain")
 
     async def _clarify_or(self, otherwise: str) -> str:
-        if not self.research.allow_clarification:
-            return otherwise
+        if not self.research.allow_clarification or self._stages.clarify is never_clarify:
+            return otherwise  # nothing to consider: no events either
         started = time.monotonic()
         self._emit("clarify", "started")
         reports = self.state.retrieval.aggregated_context.source_reports if self.state.retrieval else []

@@ -24,7 +24,17 @@ from tests.e2e.support import SpyTool, offline_settings
 from tests.e2e.test_llm_answers import CHUNKS, QUESTION, draft
 from tests.loopback.openai import openai_server
 
-ANSWER_STAGES = ["guard", "retrieve", "evaluate", "confidence", "synthesize", "validate", "remember", "respond"]
+ANSWER_STAGES = [
+    "guard",
+    "retrieve",
+    "evaluate",
+    "confidence",
+    "clarify",  # considered, not asked: the evidence answers the question
+    "synthesize",
+    "validate",
+    "remember",
+    "respond",
+]
 
 
 async def test_stream_yields_progress_per_stage_then_the_answer(tmp_path: Path) -> None:
