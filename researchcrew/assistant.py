@@ -11,6 +11,17 @@ turns keyword arguments into a ``ResearchRequest`` and offers synchronous forms 
 ``ask``'s keyword arguments beyond the user and session are those of ``ResearchRequest`` (``preferred_sources``,
 ``exclude_sources``, ``tool_options``, ``deadline_s``) and of its ``ResponseOptions`` (``response_format="concise"``,
 ``max_response_length=300``, ...), for this question only; unknown ones fail fast with the valid names.
+
+Deep research (a plan of sub-questions, each researched, references followed, one checked report)::
+
+    run = await assistant.research("What is known about testing ML systems?", user_id="ada")
+    if run.awaiting == "clarification":
+        run = await assistant.answer_clarification(run.run_id, "metamorphic testing, since 2019", user_id="ada")
+    if run.awaiting == "plan_approval":                       # approve, or PlanDecision.edits(run.plan, cut=[3])
+        run = await assistant.decide_plan(run.run_id, user_id="ada")
+    print(run.report.response.answer)
+
+    run = await assistant.research("...", approve=True)     # batch: no questions, the plan approved as proposed
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from researchcrew.contracts import FinalResponse, ProgressEvent
+from researchcrew.contracts.clarification import ClarificationAnswer
+from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ConfigurationError, ResearchCrewError
 from researchcrew.runtime import Runtime, open_runtime
@@ -186,3 +199,109 @@ class ResearchAssistant:
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
         async for item in self.runtime.stream(request):
             yield item
+
+    # Deep research ------------------------------------------------------------------------------------------
+    def deep_options(
+        self,
+        *,
+        approve: bool = False,
+        max_subquestions: int | None = None,
+        research_deadline_s: float | None = None,
+        token_budget: int | None = None,
+        clarify: bool = True,
+        follow_references: bool = True,
+    ) -> DeepOptions:
+        """The ``DeepOptions`` that ``research(...)`` sends (bad values fail fast, in one line)."""
+        try:
+            return DeepOptions(
+                auto_approve=approve,
+                max_subquestions=max_subquestions,
+                deadline_s=research_deadline_s,
+                token_budget=token_budget,
+                clarify=clarify,
+                follow_references=follow_references,
+            )
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+            raise ConfigurationError(f"invalid option for research(): {problems}") from error
+
+    async def research(
+        self,
+        question: str,
+        *,
+        user_id: str = "default",
+        session_id: str = "default",
+        approve: bool = False,
+        max_subquestions: int | None = None,
+        research_deadline_s: float | None = None,
+        token_budget: int | None = None,
+        clarify: bool = True,
+        follow_references: bool = True,
+        **options: Any,
+    ) -> DeepRun:
+        """Start a deep research run. It returns paused (``status == "awaiting_human_feedback"``) with clarifying
+        questions or a plan to approve, or — with ``approve=True``, for batch jobs — completed with its report.
+        ``research_deadline_s`` and ``token_budget`` are the whole run's; ``options`` are ``ask``'s."""
+        request = self.request(question, user_id=user_id, session_id=session_id, **options)
+        deep_options = self.deep_options(
+            approve=approve,
+            max_subquestions=max_subquestions,
+            research_deadline_s=research_deadline_s,
+            token_budget=token_budget,
+            clarify=clarify,
+            follow_references=follow_references,
+        )
+        return await self.runtime.start_deep_run(request, deep_options)
+
+    deep_research = research
+
+    async def research_stream(
+        self, question: str, *, user_id: str = "default", session_id: str = "default", **options: Any
+    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """``research`` as a stream: progress events (per phase and per sub-question), then the run."""
+        deep_keys = (
+            "approve",
+            "max_subquestions",
+            "research_deadline_s",
+            "token_budget",
+            "clarify",
+            "follow_references",
+        )
+        deep_options = self.deep_options(**{key: options.pop(key) for key in deep_keys if key in options})
+        request = self.request(question, user_id=user_id, session_id=session_id, **options)
+        async for item in self.runtime.stream_deep_run(request, deep_options):
+            yield item
+
+    async def answer_clarification(
+        self, run_id: str, answer: str | ClarificationAnswer, *, user_id: str = "default", resume: bool = True
+    ) -> DeepRun:
+        """Reply to a paused run's clarifying questions ("just answer" keeps the question as asked) and, unless
+        ``resume=False``, continue the run to its next pause or its end."""
+        run = await self.runtime.answer_deep_run(run_id, user_id=user_id, answer=answer)
+        return await self.runtime.resume_deep_run(run_id, user_id=user_id) if resume else run
+
+    async def decide_plan(
+        self,
+        run_id: str,
+        decision: PlanDecision | None = None,
+        *,
+        user_id: str = "default",
+        resume: bool = True,
+    ) -> DeepRun:
+        """Approve (``decision=None``), edit, reorder, cut or cancel a paused run's plan and, unless
+        ``resume=False``, continue the run. ``PlanDecision.edits(run.plan, cut=[...], order=[...], reword={...},
+        add=[...])`` builds a decision from edits."""
+        run = await self.runtime.decide_deep_run(run_id, user_id=user_id, decision=decision or PlanDecision())
+        return await self.runtime.resume_deep_run(run_id, user_id=user_id) if resume else run
+
+    async def resume_research(self, run_id: str, *, user_id: str = "default") -> DeepRun:
+        """Continue a paused run whose answer or decision was sent with ``resume=False`` (or by another process)."""
+        return await self.runtime.resume_deep_run(run_id, user_id=user_id)
+
+    async def deep_run(self, run_id: str, *, user_id: str = "default") -> DeepRun:
+        """A deep run as it is now."""
+        return await self.runtime.deep_run(run_id, user_id=user_id)
+
+    async def cancel_research(self, run_id: str, *, user_id: str = "default") -> DeepRun:
+        """Cancel a paused deep run."""
+        return await self.runtime.cancel_deep_run(run_id, user_id=user_id)

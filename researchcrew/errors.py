@@ -98,3 +98,27 @@ class JobConflictError(JobError):
 
 class QueueUnavailableError(JobError):
     """The Redis-backed job queue was asked for but cannot be used (not configured or unreachable)."""
+
+
+class DeepResearchError(ResearchCrewError):
+    """A deep research run cannot do what was asked. The subclasses say why; the message says what to do."""
+
+
+class DeepRunNotFoundError(DeepResearchError):
+    """No deep run has this id."""
+
+
+class DeepRunForbiddenError(DeepResearchError):
+    """The deep run belongs to another user."""
+
+
+class DeepRunStateError(DeepResearchError):
+    """The deep run is not in a state that allows this (not paused, waiting for something else, already resumed)."""
+
+
+class DeepRunExpiredError(DeepResearchError):
+    """The deep run was paused longer than allowed; start a new one."""
+
+
+class PlanDecisionError(DeepResearchError):
+    """A plan decision is invalid: no items, too many, an edit that empties one, an unknown item."""

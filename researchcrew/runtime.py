@@ -14,6 +14,11 @@ pipeline needs (``stages()``) is opened together: the embedding model is loaded 
 store and the knowledge base start side by side (each costs about a second). ``aclose()`` releases everything in
 the order that loses nothing: pending memory writes first, then the Zep outbox worker (its queue is persisted),
 the Zep client, the LLM's HTTP clients, the memory store, the knowledge base.
+
+Deep research runs (plan, research, follow references, report, quality check) stand on the same runtime:
+``await runtime.deep_research()`` gives their API (``researchcrew.pipeline.deep.runner``); the ``*_deep_run``
+methods here are its shortcuts. A quick answer may ask clarifying questions instead (``answer_kind ==
+"clarification"``); the next ``ask`` in the same session is then taken as the reply.
 """
 
 from __future__ import annotations
@@ -21,25 +26,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from researchcrew.contracts import FinalResponse, ProgressEvent, UserPreferences
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.errors import ConfigurationError
+from researchcrew.errors import ConfigurationError, MemoryStoreError
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.contracts.clarification import ClarificationAnswer
+    from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
+    from researchcrew.pipeline.deep.runner import DeepResearch, DeepResources
     from researchcrew.pipeline.remember.agent import MemoryAgent
     from researchcrew.pipeline.stages import ResearchStages
     from researchcrew.tools.limits import SharedLimits
@@ -49,6 +60,8 @@ logger = logging.getLogger(__name__)
 _NOT_BUILT: Any = object()  # a lazily built value that may legitimately be None (no LLM configured)
 # A memory store that could not be opened is tried again at most this often (by the next question after it).
 MEMORY_RETRY_S = 30.0
+CLARIFICATION_REPLY_WINDOW = timedelta(hours=24)  # a clarification older than this is not taken as still open
+_OPEN_CLARIFICATIONS = 10_000  # sessions this process remembers the clarification state of
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,10 @@ class Runtime:
         self._memory_agent: MemoryAgent | None = None
         self._stages: ResearchStages | None = None
         self._limits: SharedLimits | None = None
+        self._tools: list[Tool] | None = None
+        self._deep: DeepResearch | None = None
+        # (user, session) → the question answered with clarifying questions, or None once it was answered here.
+        self._clarifications: OrderedDict[tuple[str, str], str | None] = OrderedDict()
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         # Why the memory store could not be opened (None: it is open, or not needed); answers come back without
@@ -243,6 +260,7 @@ class Runtime:
                 limits=self.shared_limits(),
                 memory_unavailable=self._memory_failure,
             )
+        self._tools = list(tools)
         llm = self.llm()
         if self.remember and store is not None:
             from researchcrew.pipeline.remember.agent import MemoryAgent
@@ -265,10 +283,16 @@ class Runtime:
         *,
         on_event: Callable[[ProgressEvent], None] | None = None,
         remember: bool = True,
+        clarify: bool = True,
     ) -> FinalResponse:
         """Research one question and return the cited answer (never raises for what a source or the evidence
         did; raises ``ConfigurationError`` when the pipeline cannot be built). ``remember=False`` keeps this one
-        answer out of memory (batch jobs do, unless the job asks otherwise)."""
+        answer out of memory (batch jobs do, unless the job asks otherwise).
+
+        The answer may be clarifying questions instead (``answer_kind == "clarification"``: nothing found, or far
+        more than one answer can carry); the next question of the same session is then taken as the reply ("just
+        answer" answers the original question as asked), and its answer asks nothing more. ``clarify=False``
+        always answers."""
         import dataclasses
 
         from researchcrew.pipeline.flow import run_question
@@ -276,8 +300,48 @@ class Runtime:
         stages = await self.stages()
         if not remember:
             stages = dataclasses.replace(stages, remember=_remember_nothing)
+        request, allow = await self._as_reply(request, clarify)
         preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
-        return await run_question(stages, request, preferences=preferences, on_event=on_event)
+        response = await run_question(
+            stages, request, preferences=preferences, on_event=on_event, allow_clarification=allow
+        )
+        key = (request.user_id, request.session_id)
+        self._clarifications[key] = request.question if response.answer_kind == "clarification" else None
+        self._clarifications.move_to_end(key)
+        while len(self._clarifications) > _OPEN_CLARIFICATIONS:
+            self._clarifications.popitem(last=False)
+        return response
+
+    async def _as_reply(self, request: ResearchRequest, clarify: bool) -> tuple[ResearchRequest, bool]:
+        """``request`` as the reply to an open clarification of its session, if there is one: the original question
+        narrowed by it (or as asked, for "just answer"), and no further clarification. Otherwise unchanged."""
+        from researchcrew.contracts.clarification import is_just_answer
+        from researchcrew.pipeline.clarify import looks_like_new_question, merge_reply
+
+        asked = await self._open_clarification(request.user_id, request.session_id)
+        if asked is None or looks_like_new_question(request.question, asked):
+            return request, clarify
+        question = asked if is_just_answer(request.question) else merge_reply(asked, request.question)
+        return request.model_copy(update={"question": question}), False
+
+    async def _open_clarification(self, user_id: str, session_id: str) -> str | None:
+        """The question this session's last answer asked clarifying questions about, if that is still open: known
+        in this process, else read from the conversation history (another process may have asked)."""
+        key = (user_id, session_id)
+        if key in self._clarifications:
+            return self._clarifications[key]
+        if self._memory_store is None:
+            return None
+        try:
+            last = await self._memory_store.history(user_id=user_id, session_id=session_id, limit=1)
+        except MemoryStoreError as error:
+            logger.warning("could not read the conversation to find an open clarification: %s", error)
+            return None
+        if not last or last[-1].answer_kind != "clarification":
+            return None
+        if datetime.now(UTC) - last[-1].answered_at > CLARIFICATION_REPLY_WINDOW:
+            return None
+        return last[-1].question
 
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels
@@ -320,6 +384,95 @@ class Runtime:
         if self._memory_agent is None:
             return True
         return await self._memory_agent.wait_idle(timeout_s)
+
+    # Deep research -------------------------------------------------------------------------------------------------
+    async def deep_research(self) -> DeepResearch:
+        """The deep research API on this runtime. Paused runs live in the memory database (any process with the
+        same database can resume them); a runtime without a memory store (``remember=False``) keeps them in this
+        process only."""
+        from researchcrew.pipeline.deep.persistence import DeepRuns, InProcessDeepRuns
+        from researchcrew.pipeline.deep.runner import DeepResearch
+
+        stages = await self.stages()
+        async with self._lock("deep"):
+            if self._deep is None:
+                has_store = self._memory_store is not None or self.remember
+                runs: DeepRuns = (await self.memory_store()).deep_runs if has_store else InProcessDeepRuns()
+
+                async def preferences(request: ResearchRequest) -> UserPreferences:
+                    return request.response.applied_to(await self.learned_preferences(request.user_id))
+
+                self._deep = DeepResearch(
+                    settings=self.settings,
+                    runs=runs,
+                    open_resources=self._deep_resources,
+                    preferences=preferences,
+                    remember=stages.remember if self._memory_agent is not None else None,
+                )
+            return self._deep
+
+    @asynccontextmanager
+    async def _deep_resources(self) -> AsyncIterator[DeepResources]:
+        """What one working segment of a deep run runs on. Its own LLM when the runtime builds the LLM from
+        settings (so the run's token count is its own), else the one given; stages built on that LLM."""
+        from researchcrew.llm import build_llm
+        from researchcrew.pipeline.assemble import assemble_stages
+        from researchcrew.pipeline.deep.runner import DeepResources
+
+        await self.stages()
+        tools = list(self._tools or [])
+        owned = self._owns_llm and self.settings.llm.model is not None
+        llm = build_llm(self.settings.llm) if owned else self.llm()
+        try:
+            stages = assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=None)
+            yield DeepResources(stages=stages, tools=tools, llm=llm)
+        finally:
+            if owned and llm is not None:
+                await _release_llm(llm)
+
+    async def start_deep_run(
+        self,
+        request: ResearchRequest,
+        options: DeepOptions | None = None,
+        *,
+        on_event: Callable[[DeepProgressEvent], None] | None = None,
+    ) -> DeepRun:
+        """Start a deep research run; it returns at its first pause (or its end with ``auto_approve``)."""
+        return await (await self.deep_research()).start(request, options, on_event=on_event)
+
+    async def deep_run(self, run_id: str, *, user_id: str) -> DeepRun:
+        """A deep run as it is now."""
+        return await (await self.deep_research()).get(run_id, user_id=user_id)
+
+    async def answer_deep_run(self, run_id: str, *, user_id: str, answer: ClarificationAnswer | str) -> DeepRun:
+        """Store the reply to a paused run's clarifying questions (then ``resume_deep_run``)."""
+        return await (await self.deep_research()).answer_clarification(run_id, user_id=user_id, answer=answer)
+
+    async def decide_deep_run(self, run_id: str, *, user_id: str, decision: PlanDecision) -> DeepRun:
+        """Store the decision on a paused run's plan (then ``resume_deep_run``)."""
+        return await (await self.deep_research()).decide_plan(run_id, user_id=user_id, decision=decision)
+
+    async def resume_deep_run(
+        self, run_id: str, *, user_id: str, on_event: Callable[[DeepProgressEvent], None] | None = None
+    ) -> DeepRun:
+        """Continue a paused run whose answer or decision arrived, to its next pause or its end."""
+        return await (await self.deep_research()).resume(run_id, user_id=user_id, on_event=on_event)
+
+    async def stream_deep_run(
+        self, request: ResearchRequest, options: DeepOptions | None = None
+    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """Start a deep run as a stream: progress events, then the run."""
+        async for item in (await self.deep_research()).stream(request, options):
+            yield item
+
+    async def stream_resumed_deep_run(self, run_id: str, *, user_id: str) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """Resume a deep run as a stream: progress events, then the run."""
+        async for item in (await self.deep_research()).stream_resume(run_id, user_id=user_id):
+            yield item
+
+    async def cancel_deep_run(self, run_id: str, *, user_id: str) -> DeepRun:
+        """Cancel a paused deep run."""
+        return await (await self.deep_research()).cancel(run_id, user_id=user_id)
 
     # A user's memory ------------------------------------------------------------------------------------------
     async def export_user(self, user_id: str) -> dict[str, Any]:
@@ -369,6 +522,7 @@ class Runtime:
             await limits.aclose()
         await self._close_stores()
         self._stages = None
+        self._deep = None
 
     async def __aenter__(self) -> Runtime:
         return self

@@ -523,6 +523,73 @@ class FollowUpSettings(_Group):
     )
 
 
+class ClarificationSettings(_Group):
+    """When a quick answer asks clarifying questions instead (seed 004): no evidence at all, or far more matches than
+    one answer can carry. A reply in the same session is taken as the answer; "just answer" answers as asked."""
+
+    enabled: bool = Field(default=True, description="Ask clarifying questions instead of answering when warranted.")
+    overload_matches: int = Field(
+        default=100,
+        ge=10,
+        le=100_000,
+        description="Matches (knowledge-base passages above its relevance floor plus other sources' results) at or "
+        "above which a question is too broad to answer at once, unless the best evidence is highly relevant.",
+    )
+    max_questions: int = Field(default=3, ge=1, le=3, description="Most clarifying questions asked at once.")
+    llm_timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="Timeout for the model to word the questions (rules otherwise)."
+    )
+
+
+class DeepResearchSettings(_Group):
+    """Deep research (issue 14): plan, research, follow references, report, quality check."""
+
+    max_subquestions: int = Field(default=8, ge=1, le=20, description="Most sub-questions a plan may hold.")
+    deadline_s: float = Field(
+        default=300.0, gt=0, le=7_200, description="Research seconds of a whole run (pauses for the user excluded)."
+    )
+    token_budget: int = Field(
+        default=200_000, ge=1_000, le=50_000_000, description="LLM tokens a whole run may use (with an LLM)."
+    )
+    subquestion_deadline_s: float = Field(
+        default=60.0, gt=0, le=600, description="Most seconds one sub-question may take (less when time is short)."
+    )
+    pause_ttl_s: float = Field(
+        default=7 * 24 * 3600.0,
+        gt=0,
+        description="How long a paused run waits for the user's answer or decision before it expires.",
+    )
+    probe_results: int = Field(
+        default=10,
+        ge=1,
+        le=100,
+        description="Results asked of each source when probing the question before planning (web results may cost "
+        "Firecrawl credits; the knowledge base counts all its matches regardless).",
+    )
+    follow_depth: int = Field(
+        default=2, ge=0, le=3, description="How deep references are followed (2: references of references once)."
+    )
+    reference_threshold: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="A followed reference is kept when its relevance to the sub-question is this or more.",
+    )
+    reference_token_budget: int = Field(
+        default=50_000, ge=0, description="Tokens (4 characters each) of resolved references read per sub-question."
+    )
+    convergence_repeats: int = Field(
+        default=3, ge=2, le=20, description="Stop following when the same document has come back this many times."
+    )
+    max_references: int = Field(default=12, ge=0, le=200, description="Most references looked up per sub-question.")
+    quality_threshold: float = Field(
+        default=0.7, ge=0, le=1, description="A report scoring below this is synthesized once more, with its issues."
+    )
+    llm_timeout_s: float = Field(
+        default=60.0, gt=0, le=600, description="Timeout for one planning, questioning or report-writing LLM call."
+    )
+
+
 class ServiceSettings(_Group):
     host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
     port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
@@ -569,6 +636,10 @@ class Settings(BaseSettings):
     confidence: ConfidenceSettings = Field(
         default_factory=ConfidenceSettings, description="Confidence bands and when not to answer (seed 001)."
     )
+    clarification: ClarificationSettings = Field(
+        default_factory=ClarificationSettings, description="Clarifying questions in quick answers."
+    )
+    deep: DeepResearchSettings = Field(default_factory=DeepResearchSettings, description="Deep research runs.")
 
     @field_validator("enabled_sources", mode="before")
     @classmethod

@@ -17,6 +17,11 @@ import click
 # name → (module, attribute, one-line help shown by --help without importing the module)
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ask": ("researchcrew.cli.ask", "ask", "Ask a research question and print a cited answer."),
+    "research": (
+        "researchcrew.cli.research",
+        "research",
+        "Deep research: a plan you approve, each sub-question researched, one checked report.",
+    ),
     "ingest": ("researchcrew.cli.ingest", "ingest", "Load files, folders or globs into the knowledge base."),
     "kb": ("researchcrew.cli.kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
     "eval": ("researchcrew.cli.evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),

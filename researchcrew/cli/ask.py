@@ -27,6 +27,7 @@ _KIND_LABEL = {
     "extractive": "extractive answer (quoted from the sources, no language model)",
     "uncertainty": "not enough evidence",
     "refusal": "not researched",
+    "clarification": "clarifying questions (reply with `researchcrew ask` in the same session)",
 }
 
 
@@ -162,7 +163,9 @@ def render_answer(response: FinalResponse) -> str:
     lines: list[str] = []
     label = _KIND_LABEL.get(response.answer_kind, "")
     header = f"Confidence: {response.confidence_level} ({response.confidence:.2f})"
-    if label:
+    if response.answer_kind == "clarification":
+        header = "Before answering: " + label
+    elif label:
         header += f" · {label}"
     if response.partial:
         header += " · partial (time limit reached)"

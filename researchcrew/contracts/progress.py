@@ -16,6 +16,7 @@ Stage = Literal[
     "evaluate",
     "confidence",
     "reformulate",
+    "clarify",
     "synthesize",
     "validate",
     "remember",

@@ -26,7 +26,21 @@ import unicodedata
 
 # Every block name used in a prompt. ``block`` refuses others, so that ``fence_safe`` knows every END keyword.
 BLOCK_NAMES = frozenset(
-    {"QUESTION", "EVIDENCE", "DISAGREEMENT", "PREVIOUS REPLY", "TRIED", "STATEMENT", "ANSWER", "CONVERSATION"}
+    {
+        "QUESTION",
+        "EVIDENCE",
+        "DISAGREEMENT",
+        "PREVIOUS REPLY",
+        "TRIED",
+        "STATEMENT",
+        "ANSWER",
+        "CONVERSATION",
+        "FACTS",
+        "USER FOCUS",
+        "TITLES FOUND",
+        "PLAN",
+        "REVIEW",
+    }
 )
 
 RULE = (

@@ -149,3 +149,13 @@ def _describe(reply: object) -> str:
 
 
 __all__ = ["MAX_STARTS", "ReplyParseError", "parse_reply"]
+
+
+async def ask_for(llm: Any, messages: list[dict[str, str]], model: type[M], *, timeout_s: float) -> M:
+    """One call to ``llm`` (a crewAI ``BaseLLM``) under ``timeout_s``, its reply read into ``model``. Raises what
+    the provider raises, ``TimeoutError``, or ``ReplyParseError``: callers fall back to their rule-based path."""
+    import asyncio
+
+    async with asyncio.timeout(timeout_s):
+        reply = await llm.acall(messages)
+    return parse_reply(reply, model)

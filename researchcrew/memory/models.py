@@ -255,6 +255,31 @@ class OutboxRow(Base):
     dead_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class DeepRunRow(Base):
+    """A deep research run (issue 14): its status, the crewAI Flow state and pending-feedback context saved at its
+    last pause (so another process can resume it), the user's answer or decision waiting to be applied, and the
+    report once it is done."""
+
+    __tablename__ = "memory_deep_runs"
+    __table_args__ = (Index("ix_memory_deep_runs_user_created", "user_id", "created_at"),)
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    session_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    question: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(32))
+    awaiting: Mapped[str | None] = mapped_column(String(32), default=None)
+    state: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    pending: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    feedback: Mapped[str | None] = mapped_column(Text, default=None)
+    report: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    error: Mapped[str | None] = mapped_column(Text, default=None)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    lease_until: Mapped[datetime | None] = mapped_column(default=None)
+
+
 # The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
 from researchcrew.jobs import tables as _job_tables  # noqa: E402, F401  (import order: they need Base)
 

@@ -49,7 +49,9 @@ class ExchangeRecord(_Record):
     )
     citations: list[dict[str, Any]] = Field(default_factory=list, description="The answer's citations, as JSON.")
     confidence: float = Field(default=0.0, description="The answer's overall confidence.")
-    answer_kind: str = Field(default="generated", description="generated / extractive / uncertainty / refusal.")
+    answer_kind: str = Field(
+        default="generated", description="generated / extractive / uncertainty / refusal / clarification."
+    )
     context: dict[str, Any] | None = Field(default=None, description="Extra context stored with the turn.")
     created: bool = Field(
         default=False,

@@ -33,7 +33,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
 from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
 from researchcrew.memory.db import Reader, create_engine, dialect_insert, upgrade, write_engine
+from researchcrew.memory.deep_runs import DeepRunStore
 from researchcrew.memory.models import (
+    DeepRunRow,
     EntityRow,
     ExchangeRow,
     MentionRow,
@@ -135,6 +137,7 @@ class MemoryStore:
         self._embedding_settings = embedding_settings
         self._embedder_lock = asyncio.Lock()
         self.vectors = VectorCache(cache_max_vectors)
+        self.deep_runs = DeepRunStore(self._read, self._write)  # paused and finished deep research runs
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     @classmethod
@@ -614,6 +617,11 @@ class MemoryStore:
             preferences = await graph_store.get_preferences(session, user_id=user_id)
             sessions = await session_store.sessions_of(session, user_id=user_id)
             outbox = await outbox_store.items_of(session, user_id=user_id)
+            deep_runs = (
+                await session.execute(
+                    select(DeepRunRow.__table__).where(DeepRunRow.user_id == user_id).order_by(DeepRunRow.created_at)
+                )
+            ).all()
         return {
             "user_id": user_id,
             "exported_at": _utcnow().isoformat(),
@@ -624,6 +632,7 @@ class MemoryStore:
             "preferences": preferences.model_dump(mode="json") if has_preferences else None,
             "session_summaries": [s.model_dump(mode="json") for s in sessions],
             "outbox": [i.model_dump(mode="json") for i in outbox],
+            "deep_runs": [_json_row(row) for row in deep_runs],
         }
 
     @_guarded("forget_user")
@@ -644,6 +653,7 @@ class MemoryStore:
                 ("preferences", PreferencesRow),
                 ("session_summaries", SessionSummaryRow),
                 ("outbox", OutboxRow),
+                ("deep_runs", DeepRunRow),
             ):
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))
@@ -662,3 +672,8 @@ class MemoryStore:
         self.vectors.forget(user_id)
         logger.info("forgot user %s: %s", user_id, counts)
         return counts
+
+
+def _json_row(row: Any) -> dict[str, Any]:
+    """A table row as JSON-able values (datetimes as ISO text)."""
+    return {key: value.isoformat() if isinstance(value, datetime) else value for key, value in row._mapping.items()}

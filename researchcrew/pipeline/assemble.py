@@ -45,6 +45,7 @@ def assemble_stages(
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
     session summaries (None: every question is researched as asked)."""
+    from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
     from researchcrew.pipeline.retrieve import RetrieverAgent
     from researchcrew.pipeline.support import EmbeddingSupport, relevance_support
@@ -75,6 +76,7 @@ def assemble_stages(
         remember=schedule_memory,
         reformulate=reformulate,
         **follow_up_options,
+        clarify=evidence_clarifier(settings.clarification, llm),
         deadline_s=settings.retrieval.run_deadline_s,
         timeout_per_source_s=settings.retrieval.timeout_per_source_s,
         num_results=settings.retrieval.num_results,

@@ -1,6 +1,9 @@
 """ResearchFlow: one question through guard → rewrite (a follow-up made stand-alone) → retrieve → evaluate →
-confidence → (reformulate → retrieve, at most twice) → synthesize → validate citations → remember → respond, as a
-crewAI Flow with typed state.
+confidence → (reformulate → retrieve, at most twice) → (clarify?) → synthesize → validate citations → remember →
+respond, as a crewAI Flow with typed state.
+
+Before answering, the ``clarify`` stage may ask clarifying questions instead (seed 004): when nothing was found, or
+when the matches far exceed what one answer can carry. Such a response has ``answer_kind="clarification"``.
 
 The Flow only routes. Each stage's work lives in its agent (``ResearchStages``), which keeps the Flow testable with
 fakes and keeps deterministic work out of any LLM. One deadline covers the whole run: every stage gets what is left
@@ -44,6 +47,7 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
 from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline.assessment import assess_answer, band, uncertainty_reason
+from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
 from researchcrew.pipeline.guard import check_question
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
 from researchcrew.pipeline.support import Support
@@ -84,6 +88,9 @@ class ResearchState(FlowState):
     confidence: float = 0.0
     refusal: tuple[str, str] | None = Field(default=None, description="(reason, reply) when the guard refused.")
     caveats: list[str] = Field(default_factory=list)
+    allow_clarification: bool = Field(
+        default=True, description="Whether this run may ask clarifying questions (not when it answers one)."
+    )
     partial: bool = False
     response: FinalResponse | None = None
     memory_status: MemoryWriteStatus = Field(default="not_remembered", description="What happens to this exchange.")
@@ -305,7 +312,45 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("reformulate", "finished", started, query_text=new_text, decision="retry")
         return "retry"
 
-    @listen("sufficient")
+    @router("sufficient")
+    async def gate_answer(self) -> str:
+        """Enough evidence to answer: unless it is far more than one answer can carry."""
+        return await self._clarify_or("write_answer")
+
+    @router("uncertain")
+    async def gate_uncertainty(self) -> str:
+        """Too little to answer: explain the uncertainty, or, when nothing was found at all, ask."""
+        return await self._clarify_or("explain")
+
+    async def _clarify_or(self, otherwise: str) -> str:
+        if not self.research.allow_clarification or self._stages.clarify is never_clarify:
+            return otherwise  # nothing to consider: no events either
+        started = time.monotonic()
+        self._emit("clarify", "started")
+        reports = self.state.retrieval.aggregated_context.source_reports if self.state.retrieval else []
+        request = await self._stages.clarify(
+            ClarificationInput(
+                question=self._researched_query().text,
+                searched=list(self.state.searched),
+                chunks=list(self.state.evidence.values()),
+                source_reports=reports,
+                confidence_level=self.state.confidence_level,
+            )
+        )
+        self._emit(
+            "clarify",
+            "finished",
+            started,
+            asked=request is not None,
+            reason=request.reason if request else None,
+            matches=request.total_matches if request else None,
+        )
+        if request is None:
+            return otherwise
+        self.state.response = clarification_response(self._query(), request, reports)
+        return "clarify"
+
+    @listen("write_answer")
     async def synthesize(self) -> None:
         started = time.monotonic()
         evaluation = _require(self.state.evaluation, "evaluation output")
@@ -359,7 +404,12 @@ class ResearchFlow(Flow[ResearchState]):
             claims_removed=stats.claims_removed,
         )
 
-    @listen("uncertain")
+    @listen("clarify")
+    async def ask_clarification(self) -> None:
+        """The clarification was written by the gate; nothing to synthesize or validate."""
+        _require(self.research.response, "a clarification")
+
+    @listen("explain")
     async def explain_uncertainty(self) -> None:
         retrieval = _require(self.state.retrieval, "retrieval output")
         reports = retrieval.aggregated_context.source_reports
@@ -397,7 +447,7 @@ class ResearchFlow(Flow[ResearchState]):
             }
         )
 
-    @listen(or_(check_citations, explain_uncertainty))
+    @listen(or_(check_citations, explain_uncertainty, ask_clarification))
     async def store_memory(self) -> None:
         started = time.monotonic()
         self._emit("remember", "started")
@@ -486,9 +536,11 @@ async def run_question(
     *,
     preferences: UserPreferences | None = None,
     on_event: Callable[[ProgressEvent], None] | None = None,
+    allow_clarification: bool = True,
 ) -> FinalResponse:
     """Run one question through a fresh ResearchFlow and return the answer. ``preferences`` are the user's
-    learned ones with the request's options already applied (default: the request's options alone)."""
+    learned ones with the request's options already applied (default: the request's options alone).
+    ``allow_clarification=False`` always answers (a reply to clarifying questions must not get more of them)."""
     flow_stages = stages.with_event_callback(on_event) if on_event else stages
     flow = ResearchFlow(flow_stages)
     state = ResearchState(
@@ -496,6 +548,7 @@ async def run_question(
         query=Query(text=request.question, user_id=request.user_id, session_id=request.session_id),
         preferences=preferences or request.response.applied_to(UserPreferences()),
         deadline_s=request.deadline_s or stages.deadline_s,
+        allow_clarification=allow_clarification,
     )
     result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error

@@ -2,8 +2,8 @@
 
 ``ResearchStages`` holds the four agents and the policies the Flow applies between them: how a follow-up question
 is made to stand alone (and how that falls back), how much of the run's deadline retrieval may use, how synthesis
-falls back when time runs out, how a query is reformulated, and how memory work is scheduled so that it never
-delays the answer.
+falls back when time runs out, how a query is reformulated, when to ask clarifying questions instead of answering,
+and how memory work is scheduled so that it never delays the answer.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from researchcrew.contracts import (
 )
 from researchcrew.errors import MemoryStoreError
 from researchcrew.memory.records import SessionSummary
+from researchcrew.pipeline.clarify import Clarifier, never_clarify
 from researchcrew.pipeline.follow_up.base import (
     FollowUpRewriter,
     Rewrite,
@@ -96,6 +97,7 @@ class ResearchStages:
     session_context: SessionContextLoader = no_session_context  # the session's rolling summary, for follow-ups
     follow_up: FollowUpRewriter = _rule_follow_up  # the LLM rewriter when one is configured; the rule is its fallback
     follow_up_budget_s: float = 8.0  # the most the follow-up stage may take (waiting for memory, reading, rewriting)
+    clarify: Clarifier = never_clarify  # asks instead of answering when warranted; the default always answers
     on_event: Callable[[ProgressEvent], None] = _ignore_event
     deadline_s: float = 30.0
     timeout_per_source_s: float = 7.0

@@ -34,6 +34,7 @@ from crewai.llms.base_llm import llm_call_context
 from pydantic import PrivateAttr
 
 Message = dict[str, Any]
+CHARS_PER_TOKEN = 4  # the usual rule of thumb for English text
 Response = str | Callable[[list[Message]], str] | BaseException
 
 

@@ -3,8 +3,11 @@
 The tool is a thin adapter: it receives a ``KnowledgeBase`` (constructed at the edge and shared), runs its hybrid
 search on a worker thread (``KnowledgeBase.asearch``), and maps hits to ``ContextChunk`` with the document id as
 ``source_id`` and the section heading, position and source key in ``metadata`` so citations can say where a
-passage sits. An empty collection is "no results", not a failure; a Milvus server that cannot be reached is a
-``ToolError("unreachable")`` that the Retriever reports as data.
+passage sits. Each chunk also carries ``metadata["matches"]``: how many passages of the knowledge base cleared the
+relevance floor for this query (counted in the search's candidate pool, so "at least" that many), which tells a
+broad question from a precise one; counting costs nothing, the search scores the whole pool anyway. An empty
+collection is "no results", not a failure; a Milvus server that cannot be reached is a ``ToolError("unreachable")``
+that the Retriever reports as data.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from researchcrew.knowledge.search import SearchHit
 
 logger = logging.getLogger(__name__)
+
+MATCHES_COUNTED = 200  # hits asked of the search to count the matches (its candidate pool holds at most 2 × 100)
 
 
 class RAGTool(Tool):
@@ -69,7 +74,9 @@ class RAGTool(Tool):
         except ValueError as error:
             raise ToolError("invalid_request", f"invalid filters: {error}") from error
         try:
-            hits = await self.knowledge_base.asearch(query, top_k=count, min_relevance=threshold, filters=parsed)
+            hits = await self.knowledge_base.asearch(
+                query, top_k=max(count, MATCHES_COUNTED), min_relevance=threshold, filters=parsed
+            )
         except KnowledgeBaseTimeoutError as error:
             raise ToolError("timeout", str(error)) from error
         except KnowledgeBaseUnavailableError as error:
@@ -80,7 +87,11 @@ class RAGTool(Tool):
             raise ToolError("bad_response", str(error)) from error
         except ModelUnavailableError as error:
             raise ToolError("not_configured", str(error)) from error
-        return [to_context_chunk(hit, tool_name=self.name, query=query) for hit in hits]
+        matches = len(hits)
+        chunks = [to_context_chunk(hit, tool_name=self.name, query=query) for hit in hits[:count]]
+        for chunk in chunks:
+            chunk.metadata["matches"] = matches
+        return chunks
 
 
 def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name, query: str | None = None) -> ContextChunk:

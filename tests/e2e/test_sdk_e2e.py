@@ -30,6 +30,7 @@ ANSWER_STAGES = [
     "retrieve",
     "evaluate",
     "confidence",
+    "clarify",  # considered, not asked: the evidence answers the question
     "synthesize",
     "validate",
     "remember",

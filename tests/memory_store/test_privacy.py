@@ -87,6 +87,7 @@ async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store
         "session_summaries": 1,
         "outbox": 1,
         "jobs": 0,
+        "deep_runs": 0,
     }
     after = await store.export_user(user_id="ada")
     assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []

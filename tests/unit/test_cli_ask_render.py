@@ -35,3 +35,14 @@ def test_sources_name_a_document_by_url_and_a_recalled_exchange_by_its_conversat
         # the stored answer's id (effad49f…) means nothing to a reader; the conversation does
         "[2] Earlier question: What is SciFact? — an earlier conversation (session s0), 2023-05-02 (memory)",
     ]
+
+
+def test_clarifying_questions_are_shown_as_such() -> None:
+    from researchcrew.pipeline.clarify import clarification_response, rule_clarification, summarize_evidence
+
+    query = Query(text="What is a zorblax?", user_id="ada", session_id="s1")
+    summary = summarize_evidence(query.text, [query.text], [], [])
+    request = rule_clarification(summary, "no_evidence")
+    text = render_answer(clarification_response(query, request, []))
+    assert text.startswith("Before answering: clarifying questions (reply with `researchcrew ask` in the same session)")
+    assert "Confidence" not in text and "1. Could you say it with other words" in text

@@ -1,0 +1,33 @@
+"""Run as a separate process by test_cross_process.py: open the memory database, decide a paused deep run's plan
+(cut its first item) and resume it to the end; print the run as JSON."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from researchcrew.contracts.deep import PlanDecision
+from researchcrew.memory.store import MemoryStore
+from researchcrew.runtime import open_runtime
+from researchcrew.settings import Settings
+from tests.deep.corpus import CorpusTool
+
+
+async def main(url: str, run_id: str, data_dir: str) -> None:
+    store = await MemoryStore.open(url)
+    try:
+        async with open_runtime(
+            Settings(data_dir=Path(data_dir)), tools=[CorpusTool()], memory_store=store, remember=False
+        ) as runtime:
+            run = await runtime.deep_run(run_id, user_id="ada")
+            assert run.plan is not None, run
+            await runtime.decide_deep_run(run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[1]))
+            done = await runtime.resume_deep_run(run_id, user_id="ada")
+    finally:
+        await store.close()
+    sys.stdout.write(done.model_dump_json())
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))

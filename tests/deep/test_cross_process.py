@@ -1,0 +1,75 @@
+"""A deep run paused in one process is decided and finished by another, through the PostgreSQL memory database
+(the chat service's workers share it). Skips locally without PostgreSQL; fails under CI=true."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from researchcrew.contracts.deep import DeepRun
+from researchcrew.contracts.request import ResearchRequest
+from researchcrew.memory.store import MemoryStore
+from researchcrew.runtime import open_runtime
+from researchcrew.settings import Settings
+from tests.conftest import PROJECT_ROOT
+from tests.deep.corpus import CorpusTool
+from tests.helpers.services import service_unavailable
+from tests.memory_store.conftest import PG_ADMIN_DB, PG_HOST, PG_PORT, _pg_admin
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    name = f"rc_deeptest_{uuid.uuid4().hex[:12]}"
+    try:
+        user = asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    except ConnectionError as error:
+        service_unavailable(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
+    try:
+        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+async def test_another_process_decides_and_finishes_a_paused_run(postgres_url: str, tmp_path: Path) -> None:
+    store = await MemoryStore.open(postgres_url)
+    try:
+        async with open_runtime(
+            Settings(data_dir=tmp_path), tools=[CorpusTool()], memory_store=store, remember=False
+        ) as runtime:
+            paused = await runtime.start_deep_run(
+                ResearchRequest(question="What is known about pooled testing?", user_id="ada", session_id="s")
+            )
+        assert paused.status == "awaiting_human_feedback" and paused.plan is not None
+
+        env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+        child = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "tests.deep.child_resume", postgres_url, paused.run_id, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=PROJECT_ROOT,
+            timeout=300,
+            check=False,
+        )
+        assert child.returncode == 0, child.stderr[-3000:]
+        finished = DeepRun.model_validate_json(child.stdout)
+        assert finished.status == "completed" and finished.report is not None
+
+        async with open_runtime(
+            Settings(data_dir=tmp_path), tools=[CorpusTool()], memory_store=store, remember=False
+        ) as runtime:
+            seen_here = await runtime.deep_run(paused.run_id, user_id="ada")
+    finally:
+        await store.close()
+    assert seen_here.status == "completed" and seen_here.report == finished.report
+    assert [item.question for item in seen_here.report.plan.items] == [item.question for item in paused.plan.items[1:]]  # type: ignore[union-attr]
