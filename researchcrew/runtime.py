@@ -321,7 +321,9 @@ class Runtime:
         asked = await self._open_clarification(request.user_id, request.session_id)
         if asked is None or looks_like_new_question(request.question, asked):
             return request, clarify
-        question = asked if is_just_answer(request.question) else merge_reply(asked, request.question)
+        # The same question asked again insists on an answer: it narrows nothing, like "just answer".
+        insists = " ".join(request.question.casefold().split()) == " ".join(asked.casefold().split())
+        question = asked if insists or is_just_answer(request.question) else merge_reply(asked, request.question)
         return request.model_copy(update={"question": question}), False
 
     async def _open_clarification(self, user_id: str, session_id: str) -> str | None:

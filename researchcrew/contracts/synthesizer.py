@@ -21,6 +21,8 @@ ConfidenceLevel = Literal["high", "medium", "low", "insufficient"]
 MemoryWriteStatus = Literal["scheduled", "not_remembered", "unavailable"]  # FinalResponse.memory_status (issue 13)
 GenerationMethod = Literal["standard", "multi_perspective"]
 AnswerKind = Literal["generated", "extractive", "uncertainty", "refusal", "clarification"]
+# Answers that claim nothing: they say why there is no answer, or ask. Never evidence for a later question.
+NO_ANSWER_KINDS: frozenset[str] = frozenset({"uncertainty", "refusal", "clarification"})
 
 
 class SynthesizerInput(Contract):

@@ -455,7 +455,13 @@ def evidence_clarifier(settings: ClarificationSettings, llm: BaseLLM | None = No
 def clarification_response(
     query: Query, request: ClarificationRequest, reports: Sequence[SourceReport]
 ) -> FinalResponse:
-    """The quick answer that asks instead of answering: nothing claimed, nothing cited."""
+    """The quick answer that asks instead of answering: nothing claimed, nothing cited. Its ``final_reason`` uses
+    seed 001's code for it (too little to answer: clarify)."""
+    if request.reason == "no_evidence":
+        why = "nothing was found for it in the sources searched"
+    else:
+        why = f"{request.total_matches} matches, far more than one answer can carry"
+    asked = len(request.questions)
     return FinalResponse(
         query=query,
         answer=request.message,
@@ -464,6 +470,7 @@ def clarification_response(
         confidence_level="insufficient",
         source_reports=list(reports),
         clarification=request,
+        final_reason=f"confidence_too_low_clarify: {why}; asked {asked} clarifying question{'s' * (asked != 1)}",
     )
 
 

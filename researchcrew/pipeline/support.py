@@ -15,7 +15,7 @@ Conversation memory gets three more rules, because an earlier exchange quotes th
 
 * an exchange recalled for a question *about the conversation* ("what did I ask before?") supports it fully
   (``conversation_support``): it is exactly what was asked for;
-* an earlier answer that was itself an uncertainty answer or a refusal supports nothing (it said nothing);
+* an earlier answer that claimed nothing (uncertainty, refusal, clarifying questions) supports nothing;
 * the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
   codename), except a clause that merely repeats the current question, which is not evidence of anything.
 
@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
+from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.settings import ConfidenceSettings
 from researchcrew.text.sentences import split_sentences
@@ -61,7 +62,6 @@ REPEAT_COSINE = 0.92  # an earlier question this close to the current one is the
 _CACHE_SIZE = 2_048
 _ANSWER_MARK = "The answer given then:"
 _CLAUSE = re.compile(r"(?<=[,;:?!.])\s+")
-NO_ANSWER_KINDS = frozenset({"uncertainty", "refusal"})
 
 
 @dataclass(frozen=True)

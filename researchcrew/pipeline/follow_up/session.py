@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS, FinalResponse
 from researchcrew.memory.records import ExchangeRecord, SessionSummary, SessionTurn
 from researchcrew.pipeline.follow_up.subjects import question_subjects
 
@@ -48,7 +48,7 @@ def shorten(text: str, limit: int) -> str:
 def answer_gist(response: FinalResponse) -> str:
     """The opening of an answer: its first statements (or first prose line), without markers; "" when the answer
     found nothing to say."""
-    if response.answer_kind in ("uncertainty", "refusal"):
+    if response.answer_kind in NO_ANSWER_KINDS:
         return ""
     claims = [claim.text for section in response.sections for claim in section.claims[:2]][:2]
     if claims:

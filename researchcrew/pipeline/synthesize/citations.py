@@ -29,6 +29,7 @@ from typing import Literal
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.contracts.synthesizer import (
+    NO_ANSWER_KINDS,
     AnswerDraft,
     AnswerSection,
     Citation,
@@ -254,9 +255,9 @@ def validate_citations(
     A citation is valid when its number is listed in ``response.citations`` and that citation's chunk is among
     ``given_chunks``. Counts of removed citations and claims add to those already in ``response.citation_stats``;
     ``valid`` and ``claims_flagged`` describe the returned answer. Applying it twice changes nothing the second
-    time. Uncertainty and refusal answers make no claims and are returned unchanged.
+    time. Answers that claim nothing (uncertainty, refusal, clarification) are returned unchanged.
     """
-    if response.answer_kind in ("uncertainty", "refusal"):
+    if response.answer_kind in NO_ANSWER_KINDS:
         return response
     chunks = as_context_chunks(given_chunks)
     given_ids = {chunk.chunk_id for chunk in chunks}
