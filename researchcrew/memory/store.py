@@ -34,6 +34,7 @@ from researchcrew.errors import MemoryStoreError, ModelUnavailableError
 from researchcrew.memory import exchanges, graph_store, outbox_store
 from researchcrew.memory.db import Reader, create_engine, dialect_insert, upgrade, write_engine
 from researchcrew.memory.models import (
+    ChatSessionRow,
     EntityRow,
     ExchangeRow,
     MentionRow,
@@ -543,6 +544,13 @@ class MemoryStore:
             ).first() is not None
             preferences = await graph_store.get_preferences(session, user_id=user_id)
             outbox = await outbox_store.items_of(session, user_id=user_id)
+            sessions = (
+                await session.execute(
+                    select(ChatSessionRow.session_id, ChatSessionRow.title, ChatSessionRow.created_at)
+                    .where(ChatSessionRow.user_id == user_id)
+                    .order_by(ChatSessionRow.created_at, ChatSessionRow.id)
+                )
+            ).all()
         return {
             "user_id": user_id,
             "exported_at": _utcnow().isoformat(),
@@ -552,6 +560,9 @@ class MemoryStore:
             "relationships": [r.model_dump(mode="json") for r in relations],
             "preferences": preferences.model_dump(mode="json") if has_preferences else None,
             "outbox": [i.model_dump(mode="json") for i in outbox],
+            "sessions": [
+                {"session_id": sid, "title": title, "created_at": created.isoformat()} for sid, title, created in sessions
+            ],
         }
 
     @_guarded("forget_user")
@@ -571,6 +582,7 @@ class MemoryStore:
                 ("exchanges", ExchangeRow),
                 ("preferences", PreferencesRow),
                 ("outbox", OutboxRow),
+                ("sessions", ChatSessionRow),  # the chat service's session titles (revision 0005)
             ):
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))

@@ -31,7 +31,7 @@ def _differences(connection: Connection) -> list[object]:
 async def test_the_models_match_the_head_revision(store: MemoryStore) -> None:
     async with store.engine.connect() as connection:
         assert await connection.run_sync(_differences) == []
-    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0004"
+    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0005"
 
 
 async def _version(store: MemoryStore, user_id: str) -> int | None:
@@ -185,7 +185,7 @@ async def test_upgrading_to_0004_turns_parked_writes_into_dead_ones_and_keeps_th
 
     store = await MemoryStore.open(database.url)
     try:
-        assert await db.current_revision(store.engine) == "0004"
+        assert await db.current_revision(store.engine) == db.HEAD_REVISION
         items = {item["idempotency_key"]: item for item in (await store.export_user(user_id="ada"))["outbox"]}
         dead = items["parked"]
         assert dead["state"] == "dead" and dead["last_error"] == "http_error (HTTP 400): bad request"

@@ -69,6 +69,7 @@ async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store
         "exchanges": 1,
         "preferences": 1,
         "outbox": 1,
+        "sessions": 0,  # the chat service's session rows (none here; tests/service covers them)
     }
     after = await store.export_user(user_id="ada")
     assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []
