@@ -167,6 +167,12 @@ class LLMSettings(_Group):
         description="Retries the provider SDK makes after a connection error, 429 or 5xx (providers whose SDK "
         "supports it). The Synthesizer's own timeout bounds the whole call either way.",
     )
+    stream: bool = Field(
+        default=True,
+        description="When a caller watches progress (the service's event stream, `stream()`), ask the provider to "
+        "stream the answer, so its text appears token by token; plain `ask` calls never stream. Turn off for "
+        "servers that cannot stream a `response_format` reply.",
+    )
     structured_output: bool = Field(
         default=True,
         description="Ask the provider for schema-constrained JSON (`response_format`; OpenAI, Ollama >= 0.5, vLLM). "

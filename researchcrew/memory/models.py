@@ -242,7 +242,6 @@ class OutboxRow(Base):
     dead_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
-
 class ServiceUserRow(Base):
     """A user of the HTTP service (``researchcrew users add``). Revoked users keep their row (and their memory)."""
 
@@ -281,5 +280,6 @@ class ChatSessionRow(Base):
     title: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
 
 ALL_TABLES = tuple(Base.metadata.sorted_tables)

@@ -561,7 +561,8 @@ class MemoryStore:
             "preferences": preferences.model_dump(mode="json") if has_preferences else None,
             "outbox": [i.model_dump(mode="json") for i in outbox],
             "sessions": [
-                {"session_id": sid, "title": title, "created_at": created.isoformat()} for sid, title, created in sessions
+                {"session_id": sid, "title": title, "created_at": created.isoformat()}
+                for sid, title, created in sessions
             ],
         }
 

@@ -38,6 +38,7 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel
 from researchcrew.pipeline.evidence_gate import evidence_confidence
 from researchcrew.pipeline.guard import check_question
+from researchcrew.pipeline.progress import ProgressReporter, reporting
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
 
 if TYPE_CHECKING:
@@ -383,7 +384,11 @@ async def run_question(
         preferences=preferences or request.response.applied_to(UserPreferences()),
         deadline_s=request.deadline_s or stages.deadline_s,
     )
-    result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
+    # Sources and answer text are reported from inside the stages (pipeline/progress.py): the reporter travels in
+    # a context variable that the Flow's tasks inherit.
+    reporter = ProgressReporter(flow.state.id, state.started_at, flow_stages.on_event) if on_event else None
+    with reporting(reporter):
+        result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"ResearchFlow ended without an answer (got {type(result).__name__})")
     return result
