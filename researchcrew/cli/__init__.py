@@ -21,6 +21,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "kb": ("researchcrew.cli.kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
     "eval": ("researchcrew.cli.evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),
     "memory": ("researchcrew.cli.memory", "memory", "Export or forget a user's memory."),
+    "serve": ("researchcrew.cli.serve", "serve", "Run the HTTP service: per-user sessions, streaming answers."),
+    "users": ("researchcrew.cli.users", "users", "Add, list and revoke the HTTP service's users and API keys."),
 }
 
 
