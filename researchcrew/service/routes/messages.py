@@ -47,10 +47,16 @@ async def ask_in_session(
     body: MessageRequest,
     request: Request,
 ) -> Response:
-    if not await service.sessions.touch(user.user_id, session_id, question=body.question):
-        raise ApiProblem(404, f"No session {session_id!r}.", kind="session-not-found")
     research = body.to_request(user_id=user.user_id, session_id=session_id)
     slot = await take_question_slot(service, user.user_id, research)
+    try:
+        owned = await service.sessions.touch(user.user_id, session_id, question=body.question)
+    except BaseException:
+        await slot.release()
+        raise
+    if not owned:
+        await slot.release()
+        raise ApiProblem(404, f"No session {session_id!r}.", kind="session-not-found")
     if wants_event_stream(request):
         return StreamingResponse(
             event_stream(service, research, slot),
