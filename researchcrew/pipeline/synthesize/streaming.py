@@ -26,7 +26,8 @@ logger = logging.getLogger(__name__)
 
 
 def draft_prose(partial_json: str) -> str:
-    """The readable text of a partial ``AnswerDraft`` JSON: ``## heading`` lines and statements, as far as written."""
+    """The readable text of a partial ``AnswerDraft`` JSON: ``## heading`` lines and statements, as far as written.
+    Growing the JSON only ever extends this text (what the streamed pieces rely on)."""
     start = partial_json.find("{")
     if start < 0:
         return ""
@@ -41,8 +42,8 @@ def draft_prose(partial_json: str) -> str:
     for section in sections:
         if not isinstance(section, dict):
             continue
-        heading = section.get("heading") or section.get("title")
-        if isinstance(heading, str) and heading.strip():
+        heading = _heading_before_claims(section)
+        if heading:
             blocks.append(f"## {heading}")
         claims = section.get("claims")
         texts = (
@@ -52,6 +53,17 @@ def draft_prose(partial_json: str) -> str:
         if paragraph:
             blocks.append(paragraph)
     return "\n\n".join(blocks)
+
+
+def _heading_before_claims(section: dict[str, Any]) -> str:
+    """The section's heading when the model wrote it before the section's statements (text already sent cannot
+    be taken back, so a heading written after them stays out of the preview; the final answer has it)."""
+    for key, value in section.items():
+        if key == "claims":
+            return ""
+        if key in ("heading", "title") and isinstance(value, str) and value.strip():
+            return value
+    return ""
 
 
 class DraftTextStream:
