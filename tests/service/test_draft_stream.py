@@ -3,6 +3,7 @@ to the draft's text, and nothing that is not the draft's text is ever sent."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -43,7 +44,7 @@ def _stream(reply: str, cuts: list[int]) -> list[str]:
     collector = Collector()
     stream = DraftTextStream(collector)  # type: ignore[arg-type]
     bounds = sorted({0, len(reply), *(c % (len(reply) + 1) for c in cuts)})
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         stream.feed(reply[start:end])
     return collector.pieces
 
