@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import anyio
 from fastapi import Request
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from researchcrew.contracts._base import Contract, SourceType
 from researchcrew.contracts.progress import ProgressEvent
@@ -46,7 +46,8 @@ class MessageRequest(Contract):
     question: str = Field(
         min_length=1,
         max_length=20_000,
-        description="The question. Empty, oversized or incoherent questions are answered with a polite refusal.",
+        pattern=r"\S",  # not blank: in the schema, so that clients (and the schema fuzzer) know it
+        description="The question (not blank). Incoherent questions are answered with a polite refusal.",
     )
     preferred_sources: list[SourceType] | None = Field(
         default=None, description="Source types to put first, in order (rag, web, arxiv, memory)."
@@ -62,13 +63,6 @@ class MessageRequest(Contract):
     response: ResponseOptions = Field(
         default_factory=ResponseOptions, description="How the answer should be written, for this question only."
     )
-
-    @field_validator("question")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("the question is blank")
-        return value
 
     def to_request(self, *, user_id: str, session_id: str) -> ResearchRequest:
         return ResearchRequest(user_id=user_id, session_id=session_id, **self.model_dump(exclude_unset=True))
