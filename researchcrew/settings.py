@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 BUILTIN_SOURCE_TYPES: tuple[str, ...] = ("rag", "web", "arxiv", "memory")
@@ -318,6 +318,17 @@ class ServiceSettings(_Group):
     keep_alive_s: float = Field(
         default=15.0, gt=0, le=300, description="A comment line is sent on a quiet event stream this often."
     )
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit_parses(cls, value: str) -> str:
+        from limits import parse_many
+
+        try:
+            parse_many(value)
+        except ValueError as error:
+            raise ValueError(f"{value!r} is not a rate limit such as '60/minute' or '10/second;500/hour'") from error
+        return value
 
 
 class Settings(BaseSettings):
