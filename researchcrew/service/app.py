@@ -71,6 +71,10 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         version=API_VERSION,
         summary="Research answers in which every claim cites its source: sessions per user, streaming progress.",
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc pages load their scripts from a CDN; the service sends nothing to third
+        # parties. The schema itself is at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
     )
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)

@@ -257,3 +257,11 @@ async def test_auth_off_runs_as_the_local_user(tmp_path: Path) -> None:
 
 def test_the_message_body_is_the_research_request_without_user_and_session() -> None:
     assert set(MessageRequest.model_fields) == set(ResearchRequest.model_fields) - {"user_id", "session_id"}
+
+
+async def test_the_schema_is_served_and_no_page_pulls_scripts_from_a_cdn(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    assert "/v1/sessions/{session_id}/messages" in schema["paths"]
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    for page in ("/docs", "/redoc"):
+        assert_problem(await client.get(page), 404)
