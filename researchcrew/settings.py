@@ -236,6 +236,12 @@ class LLMSettings(_Group):
         description="Retries the provider SDK makes after a connection error, 429 or 5xx (providers whose SDK "
         "supports it). The Synthesizer's own timeout bounds the whole call either way.",
     )
+    stream: bool = Field(
+        default=True,
+        description="When a caller watches progress (the service's event stream, `stream()`), ask the provider to "
+        "stream the answer, so its text appears token by token; plain `ask` calls never stream. Turn off for "
+        "servers that cannot stream a `response_format` reply.",
+    )
     structured_output: bool = Field(
         default=True,
         description="Ask the provider for schema-constrained JSON (`response_format`; OpenAI, Ollama >= 0.5, vLLM). "
@@ -355,9 +361,10 @@ class EvaluationSettings(_Group):
 class RedisSettings(_Group):
     url: str | None = Field(
         default=None,
-        description="Redis URL (`redis://host:6379/0`). None: no Redis; batch jobs run in process and rate limits "
-        "hold per process. Set: batch questions go to `researchcrew worker` processes through a Redis stream, and "
-        "the arXiv pacing and the Firecrawl cap are shared by every process using this Redis.",
+        description="Redis URL (`redis://host:6379/0`). None: no Redis; batch jobs run in process and every limit "
+        "holds per process. Set: batch questions go to `researchcrew worker` processes through a Redis stream, and "
+        "the arXiv pacing, the Firecrawl cap and the HTTP service's per-user rate and concurrency limits are shared "
+        "by every process using this Redis (the service's limits fail open while Redis is down).",
     )
     key_prefix: str = Field(
         default="researchcrew",
@@ -591,8 +598,56 @@ class DeepResearchSettings(_Group):
 
 
 class ServiceSettings(_Group):
+    """The HTTP service (`researchcrew serve`): where it listens, who may use it, and how much each user may ask."""
+
     host: str = Field(default="127.0.0.1", description="Address the HTTP API binds to.")
-    port: int = Field(default=8080, ge=1, le=65535, description="Port the HTTP API listens on.")
+    port: int = Field(default=8000, ge=1, le=65535, description="Port the HTTP API listens on.")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description="Server processes. Each opens its own runtime; several need memory in PostgreSQL (SQLite works "
+        "but serialises writes) and a Milvus server (a Milvus Lite file is one process's).",
+    )
+    auth: bool = Field(
+        default=True,
+        description="Require `Authorization: Bearer <key>` (keys from `researchcrew users add`). False runs as the "
+        "one local user `local_user` and is refused unless `host` is a loopback address.",
+    )
+    local_user: str = Field(
+        default="local", min_length=1, max_length=256, description="The user id requests run as when auth is off."
+    )
+    max_body_bytes: int = Field(
+        default=64 * 1024, ge=1024, le=16 * 1024 * 1024, description="Request bodies above this size answer 413."
+    )
+    rate_limit: str = Field(
+        default="60/minute",
+        description="Requests per user, in the `limits` package's notation (`60/minute`, `10/second;500/hour`). "
+        "Past it, 429 with Retry-After.",
+    )
+    max_concurrent_questions: int = Field(
+        default=4, ge=1, le=1000, description="Questions one user may have running at once; one more answers 429."
+    )
+    shutdown_grace_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=600,
+        description="On SIGTERM: stop accepting, let running answers finish for up to this long, then stop.",
+    )
+    keep_alive_s: float = Field(
+        default=15.0, gt=0, le=300, description="A comment line is sent on a quiet event stream this often."
+    )
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit_parses(cls, value: str) -> str:
+        from limits import parse_many
+
+        try:
+            parse_many(value)
+        except ValueError as error:
+            raise ValueError(f"{value!r} is not a rate limit such as '60/minute' or '10/second;500/hour'") from error
+        return value
 
 
 class Settings(BaseSettings):

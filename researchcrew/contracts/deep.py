@@ -271,7 +271,10 @@ class DeepProgressEvent(Contract):
 
     run_id: str = Field(description="The deep run.")
     phase: DeepPhase = Field(description="The phase.")
-    status: Literal["started", "finished", "paused"] = Field(description="What happened.")
+    status: Literal["started", "finished", "paused", "source", "text"] = Field(
+        description="What happened: a phase started, finished or paused for the user; or, relayed from a "
+        "sub-question's pipeline, a source answered (source) or answer text was written (text)."
+    )
     at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When (UTC).")
     elapsed_ms: NonNegativeMs = Field(description="Research time of the run so far, in milliseconds.")
     sub_question: int | None = Field(default=None, ge=1, description="The plan item, for research and references.")

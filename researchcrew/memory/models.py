@@ -280,6 +280,46 @@ class DeepRunRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column(default=None)
 
 
+class ServiceUserRow(Base):
+    """A user of the HTTP service (``researchcrew users add``). Revoked users keep their row (and their memory)."""
+
+    __tablename__ = "service_users"
+
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ApiKeyRow(Base):
+    """One API key: its public id and the SHA-256 of its secret part; the key itself is never stored."""
+
+    __tablename__ = "service_api_keys"
+    __table_args__ = (Index("ix_service_api_keys_user_id", "user_id"),)
+
+    key_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ChatSessionRow(Base):
+    """A conversation of one user: its title and times. Its exchanges are those with the same (user, session)."""
+
+    __tablename__ = "service_sessions"
+    __table_args__ = (
+        UniqueConstraint("user_id", "session_id", name="uq_service_sessions_user_session"),
+        Index("ix_service_sessions_user_updated", "user_id", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    title: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
 # The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
 from researchcrew.jobs import tables as _job_tables  # noqa: E402, F401  (import order: they need Base)
 

@@ -35,6 +35,7 @@ from researchcrew.memory import exchanges, graph_store, outbox_store, session_st
 from researchcrew.memory.db import Reader, create_engine, dialect_insert, upgrade, write_engine
 from researchcrew.memory.deep_runs import DeepRunStore
 from researchcrew.memory.models import (
+    ChatSessionRow,
     DeepRunRow,
     EntityRow,
     ExchangeRow,
@@ -622,6 +623,13 @@ class MemoryStore:
                     select(DeepRunRow.__table__).where(DeepRunRow.user_id == user_id).order_by(DeepRunRow.created_at)
                 )
             ).all()
+            chat_sessions = (
+                await session.execute(
+                    select(ChatSessionRow.session_id, ChatSessionRow.title, ChatSessionRow.created_at)
+                    .where(ChatSessionRow.user_id == user_id)
+                    .order_by(ChatSessionRow.created_at, ChatSessionRow.id)
+                )
+            ).all()
         return {
             "user_id": user_id,
             "exported_at": _utcnow().isoformat(),
@@ -633,6 +641,10 @@ class MemoryStore:
             "session_summaries": [s.model_dump(mode="json") for s in sessions],
             "outbox": [i.model_dump(mode="json") for i in outbox],
             "deep_runs": [_json_row(row) for row in deep_runs],
+            "sessions": [
+                {"session_id": sid, "title": title, "created_at": created.isoformat()}
+                for sid, title, created in chat_sessions
+            ],
         }
 
     @_guarded("forget_user")
@@ -654,6 +666,7 @@ class MemoryStore:
                 ("session_summaries", SessionSummaryRow),
                 ("outbox", OutboxRow),
                 ("deep_runs", DeepRunRow),
+                ("sessions", ChatSessionRow),  # the chat service's session titles
             ):
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))

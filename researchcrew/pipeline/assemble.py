@@ -69,7 +69,10 @@ def assemble_stages(
         evaluator=EvaluatorAgent(settings.evaluation, llm=llm),
         fallback_evaluator=EvaluatorAgent(settings.evaluation),  # deterministic: no LLM adjudication
         synthesizer=SynthesizerAgent(
-            llm, timeout_s=2 * settings.llm.timeout_s, structured_output=settings.llm.structured_output
+            llm,
+            timeout_s=2 * settings.llm.timeout_s,
+            structured_output=settings.llm.structured_output,
+            stream_when_watched=settings.llm.stream,
         ),
         fallback_synthesizer=ExtractiveSynthesizer(),
         validate_citations=check,

@@ -49,6 +49,7 @@ from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline.assessment import assess_answer, band, uncertainty_reason
 from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
 from researchcrew.pipeline.guard import check_question
+from researchcrew.pipeline.progress import ProgressReporter, reporting
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
 from researchcrew.pipeline.support import Support
 from researchcrew.pipeline.synthesize.confidence import coverage_metrics
@@ -550,7 +551,11 @@ async def run_question(
         deadline_s=request.deadline_s or stages.deadline_s,
         allow_clarification=allow_clarification,
     )
-    result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
+    # Sources and answer text are reported from inside the stages (pipeline/progress.py): the reporter travels in
+    # a context variable that the Flow's tasks inherit.
+    reporter = ProgressReporter(flow.state.id, state.started_at, flow_stages.on_event) if on_event else None
+    with reporting(reporter):
+        result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"ResearchFlow ended without an answer (got {type(result).__name__})")
     return result

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from researchcrew.contracts.chunks import AggregatedContext, ContextChunk, SourceFailure, SourceReport, SourceStatus
 from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, RetrieverOutput
 from researchcrew.errors import ToolError
+from researchcrew.pipeline.progress import report_source
 from researchcrew.settings import RetrievalSettings
 from researchcrew.tools.base import Tool, ToolResult, failure_of, unexpected_failure, validate_chunks
 
@@ -108,6 +109,7 @@ class RetrieverAgent:
                 outcomes[index] = _Outcome(
                     SourceReport(source_type=tool.source_type, tool_name=tool.name, status="skipped")
                 )
+                report_source(outcomes[index].report)
             else:
                 selected.append((index, tool))
 
@@ -147,9 +149,19 @@ class RetrieverAgent:
         outcomes: dict[int, _Outcome] = {}
         for task, (index, tool) in tasks.items():
             outcomes[index] = self._outcome_of(task, tool, budget_s)
+            if task in pending or task.cancelled():  # never reported by _call
+                report_source(outcomes[index].report)
         return outcomes
 
     async def _call(self, tool: Tool, query: str, budget_s: float, deadline: float, kwargs: dict[str, Any]) -> _Outcome:
+        """Call one tool under the guard and report its outcome the moment it is known (a progress event)."""
+        outcome = await self._attempt(tool, query, budget_s, deadline, kwargs)
+        report_source(outcome.report)
+        return outcome
+
+    async def _attempt(
+        self, tool: Tool, query: str, budget_s: float, deadline: float, kwargs: dict[str, Any]
+    ) -> _Outcome:
         """Call one tool under the guard and turn whatever happens into an outcome. Raises only CancelledError."""
         started = time.perf_counter()
         reserved = _RESERVED_OPTIONS & kwargs.keys()

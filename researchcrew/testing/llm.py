@@ -6,8 +6,10 @@
     assert llm.calls[0].messages[0]["role"] == "system"
 
 A response may be a string, a callable of the messages returning a string, or an exception instance (raised, to
-test failure paths). When the queue is empty the fake raises ``FakeLLMExhausted`` instead of inventing text, so a
-test that makes an unexpected extra call fails loudly. ``delay_s`` simulates a slow model in ``acall``.
+test failure paths). A streaming call (``stream=True`` or crewAI's ``call_stream_override``) also emits the reply as
+``LLMStreamChunkEvent``s, word by word, like a provider. When the queue is empty the fake raises
+``FakeLLMExhausted`` instead of inventing text, so a test that makes an unexpected extra call fails loudly.
+``delay_s`` simulates a slow model in ``acall``.
 
 Token usage is reported the way crewAI's own providers report it: every answered call adds to the LLM's lifetime
 counter (``get_token_usage_summary()``) and emits ``LLMCallStartedEvent`` / ``LLMCallCompletedEvent`` with a
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -133,7 +136,7 @@ class FakeLLM(BaseLLM):
     ) -> str:
         if self.delay_s:
             time.sleep(self.delay_s)
-        return self._answer(messages, response_model, asynchronous=False)
+        return self._streamed(self._answer(messages, response_model, asynchronous=False), from_task, from_agent)
 
     async def acall(
         self,
@@ -147,7 +150,15 @@ class FakeLLM(BaseLLM):
     ) -> str:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        return self._answer(messages, response_model, asynchronous=True)
+        return self._streamed(self._answer(messages, response_model, asynchronous=True), from_task, from_agent)
+
+    def _streamed(self, reply: str, from_task: Any, from_agent: Any) -> str:
+        """When this call streams (``stream=True``, or crewAI's per-call override), emit the reply as crewAI's
+        providers do: one ``LLMStreamChunkEvent`` per token (here, per word and its following space)."""
+        if self._effective_stream():
+            for token in re.findall(r"\S+\s*|\s+", reply):
+                self._emit_stream_chunk_event(chunk=token, from_task=from_task, from_agent=from_agent)
+        return reply
 
     def supports_function_calling(self) -> bool:
         return False

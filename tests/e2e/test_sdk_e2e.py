@@ -47,11 +47,16 @@ async def test_stream_yields_progress_per_stage_then_the_answer(tmp_path: Path) 
     assert all(isinstance(event, ProgressEvent) for event in events)
     assert [e.stage for e in events if e.status == "started"] == ANSWER_STAGES
     assert [e.stage for e in events if e.status == "finished"] == ANSWER_STAGES
+    stages = [e for e in events if e.kind == "stage"]
     for stage in ANSWER_STAGES:  # each stage starts, then finishes, before the next one starts
-        started, finished = (e for e in events if e.stage == stage)
+        started, finished = (e for e in stages if e.stage == stage)
         assert (started.status, finished.status) == ("started", "finished")
-        assert events.index(finished) == events.index(started) + 1
+        assert stages.index(finished) == stages.index(started) + 1
         assert started.duration_ms is None and finished.duration_ms is not None and finished.duration_ms >= 0
+        inside = events[events.index(started) + 1 : events.index(finished)]
+        assert all(e.stage == stage and e.kind != "stage" for e in inside)  # a source or text event of this stage
+    assert [e.source.source_type for e in events if e.source is not None] == ["rag"]  # the source, as it answered
+    assert "".join(e.text or "" for e in events if e.kind == "text") == answer.answer  # the text, section by section
     assert len({event.run_id for event in events}) == 1
     elapsed = [event.elapsed_ms for event in events]
     assert elapsed == sorted(elapsed)

@@ -177,7 +177,7 @@ class DeepResearchFlow(Flow[DeepState]):
     def _emit(
         self,
         phase: DeepPhase,
-        status: Literal["started", "finished", "paused"],
+        status: Literal["started", "finished", "paused", "source", "text"],
         *,
         sub_question: int | None = None,
         stage_event: ProgressEvent | None = None,

@@ -29,9 +29,11 @@ from researchcrew.contracts.synthesizer import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.pipeline.progress import report_text
 from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
+from researchcrew.pipeline.synthesize.rendering import answer_pieces
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import content_terms
 
@@ -270,4 +272,7 @@ class ExtractiveSynthesizer:
         started = time.perf_counter()
         evidence = request.filtered_context.chunks[: self.max_evidence]
         draft = extractive_draft(request, evidence)
-        return finalize(request, evidence, draft, answer_kind="extractive", caveats=list(caveats), started=started)
+        output = finalize(request, evidence, draft, answer_kind="extractive", caveats=list(caveats), started=started)
+        for piece in answer_pieces(output.final_response.sections, answer_kind="extractive"):
+            report_text(piece, writer="extractive", mode="section")
+        return output

@@ -27,10 +27,12 @@ from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.contracts.synthesizer import AnswerDraft, SynthesizerInput, SynthesizerOutput
 from researchcrew.llm import build_llm, quiet_crewai
 from researchcrew.llm.replies import ReplyParseError, parse_reply
+from researchcrew.pipeline.progress import current_reporter
 from researchcrew.pipeline.synthesize import prompts
 from researchcrew.pipeline.synthesize.citations import ValidationMode
 from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer, perspective_sections
 from researchcrew.pipeline.synthesize.finalize import empty_output, finalize, relevant_contradictions
+from researchcrew.pipeline.synthesize.streaming import streaming_task
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -101,6 +103,7 @@ class SynthesizerAgent:
     """Writes the answer with the LLM through crewAI, or extractively when ``llm`` is None.
 
     ``timeout_s`` bounds the whole LLM part (generation and the repair call); on expiry the answer is extractive.
+    ``stream_when_watched``: when the run reports progress, the model streams and its text is reported as written.
     ``citation_mode`` decides what happens to a claim without a valid citation: ``remove`` (default) or ``flag``.
     """
 
@@ -113,9 +116,11 @@ class SynthesizerAgent:
         max_chars_per_chunk: int = 2000,
         citation_mode: ValidationMode = "remove",
         structured_output: bool = True,
+        stream_when_watched: bool = True,
     ) -> None:
         self.llm = llm
         self.structured_output = structured_output
+        self.stream_when_watched = stream_when_watched
         self.timeout_s = timeout_s
         self.max_evidence = max_evidence
         self.max_chars_per_chunk = max_chars_per_chunk
@@ -129,6 +134,7 @@ class SynthesizerAgent:
             build_llm(settings.llm),
             timeout_s=2 * settings.llm.timeout_s,
             structured_output=settings.llm.structured_output,
+            stream_when_watched=settings.llm.stream,
         )
 
     async def run(self, request: SynthesizerInput) -> SynthesizerOutput:
@@ -229,8 +235,10 @@ class SynthesizerAgent:
         # verbose=False silences the panels; this also silences crewAI's event-bus warnings printed on failures.
         previous = should_suppress_console_output()
         set_suppress_console_output(True)
+        reporter = current_reporter() if self.stream_when_watched else None
         try:
-            result = await crew.akickoff()
+            with streaming_task(str(task.id), self.llm, reporter):  # token by token, when someone watches
+                result = await crew.akickoff()
         finally:
             set_suppress_console_output(previous)
         outputs = getattr(result, "tasks_output", None) or []

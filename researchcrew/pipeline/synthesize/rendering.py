@@ -35,16 +35,25 @@ def render_claim(claim: Claim) -> str:
 def render_answer(sections: Sequence[AnswerSection], *, answer_kind: AnswerKind) -> str:
     """Markdown for the answer: ``## heading`` per titled section, an italic perspective line where one is set,
     claims as a paragraph (generated) or as bullets (extractive)."""
+    return "".join(answer_pieces(sections, answer_kind=answer_kind))
+
+
+def answer_pieces(sections: Sequence[AnswerSection], *, answer_kind: AnswerKind) -> list[str]:
+    """The answer's Markdown in the pieces a reader sees appear: the extractive notice, then one piece per section.
+    Joined they are exactly ``render_answer``'s text (what progress events stream, section by section)."""
     extractive = answer_kind == "extractive"
-    blocks: list[str] = [EXTRACTIVE_NOTICE] if extractive else []
+    pieces: list[list[str]] = [[EXTRACTIVE_NOTICE]] if extractive else []
     for section in sections:
+        blocks: list[str] = []
         if section.heading:
             blocks.append(f"## {section.heading}")
         if section.perspective:
             blocks.append(f"_Perspective: {section.perspective}_")
         rendered = [render_claim(claim) for claim in section.claims]
         blocks.append("\n".join(f"- {line}" for line in rendered) if extractive else " ".join(rendered))
-    return "\n\n".join(blocks)
+        pieces.append(blocks)
+    texts = ["\n\n".join(blocks) for blocks in pieces]
+    return [text + "\n\n" for text in texts[:-1]] + texts[-1:]
 
 
 def answer_words(sections: Sequence[AnswerSection]) -> int:

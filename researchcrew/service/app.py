@@ -1,0 +1,104 @@
+"""The FastAPI app: ``create_app(settings)`` builds it; routers are added per resource.
+
+One runtime per process, opened in the lifespan and warmed there (crewAI, the embedding model, Milvus and the
+memory store are paid at start-up, not by the first user), kept in ``app.state.service`` with the accounts, the
+sessions and the limits that stand on it. Routers of later features (OpenAI-compatible routes, the web page) are
+added with ``app.include_router``; they get the process state with the ``Service`` dependency, the user with
+``CurrentUser``, and raise ``ApiProblem`` for every failure (``researchcrew.service.problems``).
+
+On shutdown (SIGTERM: uvicorn stops accepting and lets running requests finish within ``service.shutdown_grace_s``)
+the lifespan waits for answers still running within the same grace, then closes the runtime, which finishes every
+pending memory write before it releases the stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from researchcrew.memory.accounts import Accounts
+from researchcrew.memory.chat_sessions import ChatSessions
+from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.body_limit import BodyLimit
+from researchcrew.service.problems import install_problem_handlers
+from researchcrew.service.state import ServiceState
+from researchcrew.service.throttle import Throttle
+from researchcrew.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+API_VERSION = "1"
+
+
+def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None, **runtime_options: Any) -> FastAPI:
+    """The service's app. ``runtime``: a runtime to stand on (tests, embedding apps; it is not closed by the app);
+    else one is opened from ``settings`` with ``runtime_options`` (``tools=``, ``llm=``, ... as ``open_runtime``)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = runtime is None
+        active = runtime if runtime is not None else open_runtime(settings, **runtime_options)
+        throttle = Throttle(settings.service, settings.redis)
+        try:
+            await active.stages()  # crewAI, the model, Milvus and the memory store, paid now
+            store = await active.memory_store()
+            app.state.service = ServiceState(
+                settings=settings,
+                runtime=active,
+                accounts=Accounts(store),
+                sessions=ChatSessions(store),
+                throttle=throttle,
+            )
+            logger.info("researchcrew service ready (auth %s)", "on" if settings.service.auth else "off")
+            yield
+        finally:
+            state = getattr(app.state, "service", None)
+            app.state.service = None
+            if isinstance(state, ServiceState):
+                await _finish_running(state.questions, settings.service.shutdown_grace_s)
+            await throttle.aclose()
+            if owned:
+                await active.aclose()  # pending memory writes first, then the stores
+
+    app = FastAPI(
+        title="researchcrew",
+        version=API_VERSION,
+        summary="Research answers in which every claim cites its source: sessions per user, streaming progress.",
+        lifespan=lifespan,
+        # FastAPI's /docs and /redoc pages load their scripts from a CDN; the service sends nothing to third
+        # parties. The schema itself is at /openapi.json.
+        docs_url=None,
+        redoc_url=None,
+    )
+    install_problem_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
+    from researchcrew.service.routes import health, messages, sessions
+
+    for router in (health.router, sessions.router, messages.router):
+        app.include_router(router)
+    return app
+
+
+async def _finish_running(tasks: Sequence[asyncio.Task[object]] | set[asyncio.Task[object]], grace_s: float) -> None:
+    """Let answers still being researched finish within ``grace_s``; cancel what is left after it."""
+    pending = [task for task in tasks if not task.done()]
+    if not pending:
+        return
+    logger.info("waiting up to %.0f s for %d running answer(s)", grace_s, len(pending))
+    _, late = await asyncio.wait(pending, timeout=grace_s)
+    for task in late:
+        task.cancel()
+    if late:
+        logger.warning("cancelled %d answer(s) still running after the %.0f s grace period", len(late), grace_s)
+        await asyncio.wait(late, timeout=5)
+
+
+def app_from_environment() -> FastAPI:
+    """The app for ``uvicorn --factory`` (and each ``serve --workers`` process): settings from the environment."""
+    return create_app(Settings())

@@ -1,0 +1,63 @@
+"""Authentication: a FastAPI dependency that yields the user a request runs as.
+
+Every route that touches a user's data takes ``CurrentUser`` (authenticated, then counted against the user's rate
+limit). The user id comes from the API key (``Authorization: Bearer <key>``), never from a request body. With
+``service.auth`` off (``serve --no-auth``, loopback hosts only) every request runs as ``service.local_user``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+
+from researchcrew.service.problems import ApiProblem
+from researchcrew.service.state import Service
+
+logger = logging.getLogger(__name__)
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from `researchcrew users add NAME`.")
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="researchcrew"'}
+
+
+class User(BaseModel):
+    """Who a request runs as."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user_id: str = Field(description="The user's id: their memory and sessions are filed under it.")
+
+
+async def authenticated_user(
+    service: Service, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> User:
+    """The user of a valid key (401 otherwise), or the local user when authentication is off."""
+    if not service.settings.service.auth:
+        return User(user_id=service.settings.service.local_user)
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiProblem(
+            401, "Send an API key: `Authorization: Bearer <key>`.", headers=_CHALLENGE, kind="unauthorized"
+        )
+    user_id = await service.accounts.authenticate(credentials.credentials)
+    if user_id is None:
+        raise ApiProblem(401, "The API key is not valid (unknown, revoked or mistyped).", headers=_CHALLENGE)
+    return User(user_id=user_id)
+
+
+async def rate_limited_user(service: Service, user: Annotated[User, Depends(authenticated_user)]) -> User:
+    """The authenticated user, counted against their rate limit (429 with Retry-After past it)."""
+    retry_after = await service.throttle.hit(user.user_id)
+    if retry_after is not None:
+        raise ApiProblem(
+            429,
+            f"Rate limit reached ({service.settings.service.rate_limit} per user); retry in {retry_after} s.",
+            headers={"Retry-After": str(retry_after)},
+            kind="rate-limited",
+        )
+    return user
+
+
+CurrentUser = Annotated[User, Depends(rate_limited_user)]

@@ -1,0 +1,142 @@
+"""One error shape for every failure: RFC 9457 problem details (``application/problem+json``).
+
+Routes raise ``ApiProblem(status, detail)``; the handlers installed by ``install_problem_handlers`` turn it, FastAPI's
+validation errors, Starlette's HTTP errors (unknown route, wrong method) and any unexpected exception into the same
+body: ``type``, ``title``, ``status``, ``detail`` (plus ``errors`` for invalid fields). A response never carries a
+stack trace, a request's input values or key material; an unexpected exception is logged with its traceback under
+an id the response names. Status codes are chosen here and in the routes, nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any, cast
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+logger = logging.getLogger(__name__)
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE_BASE = "https://researchcrew.dev/problems/"
+
+
+class FieldProblem(BaseModel):
+    """One invalid field of a request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    location: str = Field(description="Where the field is, e.g. `body.question` or `query.limit`.")
+    message: str = Field(description="What is wrong with it.")
+
+
+class Problem(BaseModel):
+    """What went wrong, in the shape of RFC 9457 (problem details for HTTP APIs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(description="A URI naming the kind of problem.")
+    title: str = Field(description="A short summary of the kind of problem (the HTTP status phrase).")
+    status: int = Field(ge=400, le=599, description="The HTTP status code.")
+    detail: str = Field(description="What went wrong this time, and what to do about it.")
+    errors: list[FieldProblem] | None = Field(default=None, description="For 422: each invalid field.")
+
+
+class ApiProblem(Exception):
+    """Raised by routes and dependencies; answered as a problem+json response."""
+
+    def __init__(
+        self, status: int, detail: str, *, headers: Mapping[str, str] | None = None, kind: str | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.headers = dict(headers or {})
+        self.kind = kind
+
+
+def problem_body(
+    status: int, detail: str, *, kind: str | None = None, errors: list[FieldProblem] | None = None
+) -> Problem:
+    phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+    slug = kind or phrase.lower().replace(" ", "-").replace("'", "")
+    return Problem(type=PROBLEM_TYPE_BASE + slug, title=phrase, status=status, detail=detail, errors=errors)
+
+
+def problem_response(
+    status: int,
+    detail: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    kind: str | None = None,
+    errors: list[FieldProblem] | None = None,
+) -> JSONResponse:
+    body = problem_body(status, detail, kind=kind, errors=errors)
+    return JSONResponse(
+        body.model_dump(mode="json", exclude_none=True),
+        status_code=status,
+        headers=dict(headers or {}),
+        media_type=PROBLEM_MEDIA_TYPE,
+    )
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for these statuses, each a problem+json body."""
+    described = {
+        400: "The request body cannot be read (not UTF-8 JSON).",
+        401: "No valid API key (send `Authorization: Bearer <key>`).",
+        404: "No such resource for this user (another user's session answers exactly like a missing one).",
+        413: "The request body is larger than the service accepts.",
+        422: "A field of the request is invalid.",
+        429: "Too many requests or too many questions running; retry after the `Retry-After` seconds.",
+        503: "The service is starting, stopping or cannot reach a store it needs.",
+    }
+    return {
+        status: {
+            "model": Problem,
+            "description": described.get(status, HTTPStatus(status).phrase),
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+        for status in statuses
+    }
+
+
+def _location(loc: tuple[Any, ...] | list[Any]) -> str:
+    return ".".join(str(part) for part in loc) or "request"
+
+
+async def _api_problem(_: Request, exc: ApiProblem) -> JSONResponse:
+    return problem_response(exc.status, exc.detail, headers=exc.headers, kind=exc.kind)
+
+
+async def _validation_problem(_: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = [FieldProblem(location=_location(e.get("loc", ())), message=str(e.get("msg", ""))) for e in exc.errors()]
+    summary = "; ".join(f"{e.location}: {e.message}" for e in errors[:5])
+    return problem_response(422, f"invalid request: {summary}", kind="invalid-request", errors=errors)
+
+
+async def _http_problem(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    detail = exc.detail if isinstance(exc.detail, str) and exc.detail else HTTPStatus(exc.status_code).phrase
+    return problem_response(exc.status_code, detail, headers=exc.headers)
+
+
+async def _unexpected_problem(request: Request, exc: Exception) -> JSONResponse:
+    incident = uuid.uuid4().hex[:12]
+    logger.error("unexpected error %s on %s %s", incident, request.method, request.url.path, exc_info=exc)
+    return problem_response(
+        500, f"The service failed unexpectedly; the error is logged as {incident}.", kind="internal-error"
+    )
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    # Starlette types handlers as taking any Exception; each of these is registered for its own class only.
+    app.add_exception_handler(ApiProblem, cast(Any, _api_problem))
+    app.add_exception_handler(RequestValidationError, cast(Any, _validation_problem))
+    app.add_exception_handler(StarletteHTTPException, cast(Any, _http_problem))
+    app.add_exception_handler(Exception, _unexpected_problem)

@@ -1,0 +1,73 @@
+"""Running the service: uvicorn with one runtime per process (``researchcrew serve``).
+
+One worker runs the app in this process. Several (``--workers N``) are uvicorn's worker processes, each building
+the app from the environment (``app_from_environment``), so every setting reaches them through the same
+``RESEARCHCREW_*`` variables; the command's own flags are handed over the same way. SIGTERM (or Ctrl-C) stops
+accepting connections, lets running requests finish within ``service.shutdown_grace_s``, then closes each
+runtime, which writes every pending memory record before it releases the stores.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+
+from researchcrew.errors import ConfigurationError
+from researchcrew.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+FACTORY = "researchcrew.service.app:app_from_environment"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable only from this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_deployment(settings: Settings) -> None:
+    """Refuse set-ups that would be unsafe or cannot work, with what to do instead."""
+    service = settings.service
+    if not service.auth and not is_loopback(service.host):
+        raise ConfigurationError(
+            f"--no-auth is refused on {service.host}: without keys anyone who reaches the port acts as the local "
+            "user. Bind a loopback address (--host 127.0.0.1) or create keys with `researchcrew users add NAME`."
+        )
+    if service.workers > 1 and "rag" in settings.enabled_sources and settings.milvus.uri is None:
+        raise ConfigurationError(
+            "a Milvus Lite file serves one process, so --workers > 1 needs a Milvus server "
+            "(RESEARCHCREW_MILVUS__URI=http://host:19530) or `rag` left out of RESEARCHCREW_ENABLED_SOURCES"
+        )
+    if service.workers > 1 and settings.memory.database_url is None:
+        logger.warning("%d workers share one SQLite memory file: writes queue up; PostgreSQL scales", service.workers)
+
+
+def run(settings: Settings, *, log_level: str = "info") -> None:
+    """Serve until SIGTERM or Ctrl-C."""
+    import uvicorn
+
+    check_deployment(settings)
+    service = settings.service
+    common = {
+        "host": service.host,
+        "port": service.port,
+        "timeout_graceful_shutdown": int(service.shutdown_grace_s) if service.shutdown_grace_s else None,
+        "log_level": log_level,
+        "proxy_headers": False,
+        "server_header": False,
+    }
+    if service.workers == 1:
+        from researchcrew.service.app import create_app
+
+        uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
+        return
+    # Worker processes read their settings from the environment: hand this command's choices over that way.
+    os.environ["RESEARCHCREW_SERVICE__AUTH"] = "true" if service.auth else "false"
+    os.environ["RESEARCHCREW_DATA_DIR"] = str(settings.data_dir)
+    uvicorn.run(FACTORY, factory=True, workers=service.workers, **common)  # type: ignore[arg-type]
