@@ -71,5 +71,5 @@ def test_loopback_hosts(host: str, loopback: bool) -> None:
 def test_a_bad_rate_limit_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RESEARCHCREW_SERVICE__RATE_LIMIT", "lots")
     code, _, err = _invoke("serve")
-    assert code == 1 and "service.rate_limit" in err and "'lots' is not a rate limit" in err
+    assert code == 2 and "RESEARCHCREW_SERVICE__RATE_LIMIT" in err and "'lots' is not a rate limit" in err
     assert err.count("\n") == 1

@@ -11,7 +11,7 @@ from researchcrew.contracts import FinalResponse, ProgressEvent
 from researchcrew.settings import LLMSettings, ServiceSettings, Settings
 from tests.loopback.openai import CHAT_PATH, chat_completion
 from tests.loopback.server import LoopbackServer, Reply, Request
-from tests.service.support import running_service
+from tests.service.support import QUESTION, running_service
 from tests.service.test_streaming import DRAFT, ask_streaming
 
 
@@ -71,7 +71,7 @@ async def test_a_plain_answer_does_not_ask_the_provider_to_stream(tmp_path: Path
         async with running_service(settings, remember=False) as service, service.client() as client:
             session_id = (await client.post("/v1/sessions", headers=service.auth("ada"))).json()["session_id"]
             response = await client.post(
-                f"/v1/sessions/{session_id}/messages", headers=service.auth("ada"), json={"question": "What is it?"}
+                f"/v1/sessions/{session_id}/messages", headers=service.auth("ada"), json={"question": QUESTION}
             )
     (body,) = chat.bodies
     assert not body.get("stream")
