@@ -20,7 +20,7 @@ from researchcrew.contracts.synthesizer import Citation, FinalResponse
 from researchcrew.service.openai_compat.schema import Usage
 
 _URL_ESCAPES = str.maketrans({"<": "%3C", ">": "%3E", "(": "%28", ")": "%29", " ": "%20"})
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]()<>!#|~])")
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]()<>!#|~&])")  # backslash-escaped, they render as themselves
 _IMAGE = re.compile(r"!\[")
 _SOURCE_NAMES = {"rag": "knowledge base", "web": "web", "arxiv": "arXiv", "memory": "memory"}
 
