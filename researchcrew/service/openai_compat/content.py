@@ -12,6 +12,7 @@ image in the answer text is written as text: a retrieved web page must not make 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from researchcrew.contracts.chunks import SourceReport
@@ -47,8 +48,10 @@ def standalone_of(response: FinalResponse) -> str | None:
 
 
 def escape(text: str) -> str:
-    """Text shown literally by a Markdown renderer (one line)."""
-    return _MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(text.split()))
+    """Text shown literally by a Markdown renderer: one line, control characters dropped (CommonMark would show a
+    NUL as U+FFFD), every character that could start markup backslash-escaped."""
+    printable = "".join(char for char in text if unicodedata.category(char) != "Cc")
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(printable.split()))
 
 
 def safe_url(url: str | None) -> str | None:
