@@ -89,6 +89,7 @@ def problem_response(
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` entries for these statuses, each a problem+json body."""
     described = {
+        400: "The request body cannot be read (not UTF-8 JSON).",
         401: "No valid API key (send `Authorization: Bearer <key>`).",
         404: "No such resource for this user (another user's session answers exactly like a missing one).",
         413: "The request body is larger than the service accepts.",

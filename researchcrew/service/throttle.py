@@ -25,7 +25,7 @@ from limits.errors import StorageError
 from researchcrew.settings import ServiceSettings
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from redis.asyncio import ConnectionPool, Redis
 
 logger = logging.getLogger(__name__)
 
@@ -77,21 +77,23 @@ class Throttle:
         self.shared = url is not None
         self._redis: Redis | None = None
         storage: Storage
+        self._pool: ConnectionPool | None = None
         if url is not None:
-            from redis.asyncio import Redis
+            from redis.asyncio import ConnectionPool, Redis
 
-            timeouts: dict[str, Any] = {
-                "socket_timeout": settings.redis_timeout_s,
-                "socket_connect_timeout": settings.redis_timeout_s,
-            }
+            # One pool for both limits; its connections time out rather than hang.
+            self._pool = ConnectionPool.from_url(
+                url, socket_timeout=settings.redis_timeout_s, socket_connect_timeout=settings.redis_timeout_s
+            )
+            options: dict[str, Any] = {"connection_pool": self._pool}
             storage = RedisStorage(
                 "async+" + url,
                 implementation="redispy",
                 wrap_exceptions=True,
                 key_prefix=f"{_KEY_PREFIX}:rate",
-                **timeouts,
+                **options,
             )
-            self._redis = Redis.from_url(url, **timeouts)
+            self._redis = Redis(connection_pool=self._pool)
             self._acquire_script = self._redis.register_script(_ACQUIRE)
         else:
             storage = MemoryStorage()
@@ -165,6 +167,9 @@ class Throttle:
         if self._redis is not None:
             await self._redis.aclose()
             self._redis = None
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
     @staticmethod
     def _running_key(user_id: str) -> str:

@@ -22,7 +22,7 @@ from researchcrew.service.questions import (
 )
 from researchcrew.service.state import Service
 
-router = APIRouter(prefix="/v1/sessions", tags=["messages"], responses=problem_responses(401, 404, 413, 422, 429))
+router = APIRouter(prefix="/v1/sessions", tags=["messages"], responses=problem_responses(400, 401, 404, 413, 422, 429))
 
 _STREAM_DOC: dict[int | str, dict[str, Any]] = {
     200: {

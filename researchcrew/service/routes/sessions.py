@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=BaseModel)
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=problem_responses(401, 413, 422, 429))
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=problem_responses(400, 401, 413, 422, 429))
 
 SessionId = Annotated[str, Field(min_length=1, max_length=256, description="The session's id.")]
 
@@ -81,14 +81,25 @@ async def create_session(
     return await service.sessions.create(user.user_id, title=(body or SessionCreate()).title)
 
 
+class ListQuery(BaseModel):
+    """Paging of the session list (unknown parameters are refused, like unknown body fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=50, ge=1, le=200, description="At most this many.")
+    offset: int = Field(default=0, ge=0, le=1_000_000, description="Skip this many.")
+
+
+class ReadQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(default=100, ge=1, le=1000, description="The latest this many exchanges.")
+
+
 @router.get("", response_model=SessionList, summary="List your sessions, most recently used first.")
-async def list_sessions(
-    service: Service,
-    user: CurrentUser,
-    limit: Annotated[int, Query(ge=1, le=200, description="At most this many.")] = 50,
-    offset: Annotated[int, Query(ge=0, le=1_000_000, description="Skip this many.")] = 0,
-) -> SessionList:
-    return SessionList(sessions=await service.sessions.list_sessions(user.user_id, limit=limit, offset=offset))
+async def list_sessions(service: Service, user: CurrentUser, query: Annotated[ListQuery, Query()]) -> SessionList:
+    sessions = await service.sessions.list_sessions(user.user_id, limit=query.limit, offset=query.offset)
+    return SessionList(sessions=sessions)
 
 
 @router.get(
@@ -101,12 +112,12 @@ async def read_session(
     service: Service,
     user: CurrentUser,
     session_id: SessionId,
-    limit: Annotated[int, Query(ge=1, le=1000, description="The latest this many exchanges.")] = 100,
+    query: Annotated[ReadQuery, Query()],
 ) -> SessionDetail:
     session = await service.sessions.get(user.user_id, session_id)
     if session is None:
         raise _not_found(session_id)
-    records = await service.sessions.exchanges_of(user.user_id, session_id, limit=limit)
+    records = await service.sessions.exchanges_of(user.user_id, session_id, limit=query.limit)
     return SessionDetail(session=session, exchanges=[_exchange(record) for record in records])
 
 

@@ -1,0 +1,146 @@
+"""Pieces of the service tests: an app over a runtime with in-process sources, a client for it, a live uvicorn
+server in a thread (for what ASGITransport cannot show: disconnects, streaming as it happens), and the rule that
+a test needing Redis or PostgreSQL fails under CI instead of skipping."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from researchcrew.memory.accounts import Accounts
+from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.app import create_app
+from researchcrew.settings import ServiceSettings, Settings
+from researchcrew.testing import FakeTool, fake_chunk
+from researchcrew.tools.base import Tool
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+QUESTION = "What is metamorphic testing?"
+EVIDENCE = (
+    "Metamorphic testing checks relations between the outputs of related inputs. "
+    "It addresses the oracle problem when expected outputs are unknown."
+)
+
+
+def require_service(reason: str) -> None:
+    """A needed server is absent: fail under CI (CI=true), skip with the reason elsewhere."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"CI needs this service: {reason}")
+    pytest.skip(reason)
+
+
+def redis_url() -> str:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as error:
+        require_service(f"Redis is not available at {REDIS_URL}: {error}")
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+def service_settings(data_dir: Path, **service: Any) -> Settings:
+    return Settings(data_dir=data_dir, service=ServiceSettings(**service))
+
+
+def default_tools() -> list[Tool]:
+    return [FakeTool("rag", chunks=[fake_chunk("rag", 1, content=EVIDENCE, semantic_relevance=0.9)])]
+
+
+class ServiceHarness:
+    """An app, its runtime, and keys for two users (ada and bob)."""
+
+    def __init__(self, app: FastAPI, runtime: Runtime) -> None:
+        self.app = app
+        self.runtime = runtime
+        self.keys: dict[str, str] = {}
+
+    def auth(self, user: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.keys[user]}"}
+
+    async def add_user(self, name: str) -> str:
+        issued = await Accounts(await self.runtime.memory_store()).add_user(name)
+        self.keys[name] = issued.key
+        return issued.key
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://service.test")
+
+
+@asynccontextmanager
+async def running_service(
+    settings: Settings, *, tools: Sequence[Tool] | None = None, **runtime_options: Any
+) -> AsyncIterator[ServiceHarness]:
+    """The app with its lifespan running (as uvicorn runs it), and keys for ada and bob."""
+    runtime = open_runtime(settings, tools=list(tools) if tools is not None else default_tools(), **runtime_options)
+    app = create_app(settings, runtime=runtime)
+    harness = ServiceHarness(app, runtime)
+    try:
+        async with app.router.lifespan_context(app):
+            if settings.service.auth:
+                await harness.add_user("ada")
+                await harness.add_user("bob")
+            yield harness
+    finally:
+        await runtime.aclose()
+
+
+class LiveServer:
+    """uvicorn serving an app on a free loopback port, in a thread with its own event loop."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def url(self) -> str:
+        (socket,) = self.server.servers[0].sockets
+        host, port = socket.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def run_in_loop(self, coroutine: Any, timeout: float = 30) -> Any:
+        """Run a coroutine on the server's loop (where its runtime lives) and wait for it."""
+        assert self.loop is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+
+@contextmanager
+def live_server(app: FastAPI) -> Iterator[LiveServer]:
+    server = LiveServer(app)
+
+    original_startup = server.server.startup
+
+    async def startup(*args: Any, **kwargs: Any) -> None:
+        server.loop = asyncio.get_running_loop()
+        await original_startup(*args, **kwargs)
+
+    server.server.startup = startup  # type: ignore[method-assign]
+    server.thread.start()
+    for _ in range(600):
+        if server.server.started:
+            break
+        if not server.thread.is_alive():
+            raise RuntimeError("the live server did not start")
+        threading.Event().wait(0.05)
+    else:
+        raise RuntimeError("the live server did not start within 30 s")
+    try:
+        yield server
+    finally:
+        server.server.should_exit = True
+        server.thread.join(timeout=30)
