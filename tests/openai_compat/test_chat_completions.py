@@ -454,3 +454,15 @@ async def test_the_openapi_schema_documents_the_routes(service: Harness) -> None
     assert "/v1/chat/completions" in schema["paths"] and "/v1/models" in schema["paths"]
     operation = schema["paths"]["/v1/chat/completions"]["post"]
     assert "text/event-stream" in operation["responses"]["200"]["content"]
+
+
+@pytest.mark.parametrize("body", [b"\x03\x97\xff", b"{not json", b"[1, 2]"])
+async def test_an_unreadable_body_is_an_openai_error(service: Harness, body: bytes) -> None:
+    async with service.http() as http:
+        response = await http.post(
+            "/v1/chat/completions",
+            headers={**service.auth("ada"), "Content-Type": "application/json"},
+            content=body,
+        )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"

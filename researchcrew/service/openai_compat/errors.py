@@ -6,7 +6,8 @@ message to the user). The same failures, the same status codes and headers (``Re
 as the native routes; only the body differs.
 
 ``OpenAIRoute`` is the route class of these routers: it turns what the shared dependencies raise (``ApiProblem``
-from authentication, rate limits, a stopped service) and FastAPI's validation errors into this shape, so the app's
+from authentication, rate limits, a stopped service), FastAPI's validation errors and its HTTP errors (a body that
+is not UTF-8) into this shape, so the app's
 problem+json handlers never see a failure of these routes.
 """
 
@@ -21,6 +22,7 @@ from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from researchcrew.service.openai_compat.schema import ErrorBody, ErrorDetail
 from researchcrew.service.problems import ApiProblem
@@ -110,6 +112,9 @@ class OpenAIRoute(APIRoute):
                 return OpenAIError.from_problem(problem).response()
             except RequestValidationError as error:
                 return validation_error(error.errors()).response()
+            except StarletteHTTPException as error:  # e.g. 400 for a body that is not UTF-8
+                detail = error.detail if isinstance(error.detail, str) and error.detail else "The request failed."
+                return OpenAIError(error.status_code, detail, headers=error.headers).response()
             except Exception as error:  # these routes' outermost guard: a bug still answers in OpenAI's shape
                 incident = uuid.uuid4().hex[:12]
                 logger.error("unexpected error %s on %s %s", incident, request.method, request.url.path, exc_info=error)
