@@ -119,15 +119,20 @@ class ConversationSessions:
     """Records the sessions of OpenAI conversations beside those made with ``POST /v1/sessions``."""
 
     def __init__(self, store: MemoryStore) -> None:
+        self._read = async_sessionmaker(store.engine, expire_on_commit=False)
         self._write = async_sessionmaker(write_engine(store.engine), expire_on_commit=False)
 
     @guarded("recording a conversation's session")
     async def ensure(self, user_id: str, session_id: str, *, first_question: str) -> bool:
-        """Make the session if the user has none of this id. True when it was made now."""
+        """Make the session if the user has none of this id. True when it was made now. A session that exists is
+        found with a read (on SQLite a write transaction would queue behind every other writer)."""
         now = datetime.now(UTC)
         stmt = select(ChatSessionRow.id).where(
             ChatSessionRow.user_id == user_id, ChatSessionRow.session_id == session_id
         )
+        async with self._read() as session:
+            if (await session.execute(stmt)).first() is not None:
+                return False
         try:
             async with self._write.begin() as session:
                 if (await session.execute(stmt)).first() is not None:

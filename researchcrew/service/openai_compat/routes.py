@@ -142,10 +142,11 @@ async def chat_completions(
     session_id, chosen_by = session_of(body, user_id=user.user_id, chat_id_header=chat_id)
     research = _research_request(body, question=question, user_id=user.user_id, session_id=session_id)
     try:
-        await ConversationSessions(await service.runtime.memory_store()).ensure(
+        made = await ConversationSessions(await service.runtime.memory_store()).ensure(
             user.user_id, session_id, first_question=first_user_text(body)
         )
-        await service.sessions.touch(user.user_id, session_id, question=question)
+        if not made:  # a session made now is already titled and up to date
+            await service.sessions.touch(user.user_id, session_id, question=question)
     except ResearchCrewError as error:
         raise OpenAIError.from_problem(service_problem(error)) from error
     slot = await take_question_slot(service, user.user_id, research)
