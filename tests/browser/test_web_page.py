@@ -27,7 +27,7 @@ from researchcrew.knowledge.documents import Document
 from researchcrew.memory.accounts import Accounts
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.app import create_app
-from researchcrew.settings import ArxivSettings, EmbeddingSettings, RetrievalSettings
+from researchcrew.settings import ArxivSettings, EmbeddingSettings, RetrievalSettings, ServiceSettings
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings
 from tests.loopback.server import LoopbackServer, Reply, Request
@@ -68,8 +68,8 @@ class Page:
 
 
 def arxiv_down(request: Request) -> Reply:
-    """arXiv answering 503 after four seconds: a failure with a reason, late enough to watch the others live."""
-    return Reply.text("Service Unavailable", status=503, delay_s=4)
+    """arXiv answering 503 after six seconds: a failure with a reason, late enough to watch the others live."""
+    return Reply.text("Service Unavailable", status=503, delay_s=6)
 
 
 @pytest.fixture
@@ -84,14 +84,15 @@ def chromium_path() -> Path:
 
 
 @contextmanager
-def serving(data_dir: Path, documents: list[Document]) -> Iterator[Page]:
+def serving(data_dir: Path, documents: list[Document], *, auth: bool = True) -> Iterator[Page]:
     """The service over a knowledge base of ``documents``, the web search unconfigured and arXiv failing, served
-    by uvicorn on a loopback port; a key for ada."""
+    by uvicorn on a loopback port; a key for ada (or no keys at all: ``auth=False``, as `serve --no-auth`)."""
     with LoopbackServer(arxiv_down) as arxiv:
         settings = offline_settings(
             data_dir,
             arxiv=ArxivSettings(api_url=f"{arxiv.url}/api/query", min_interval_s=0, num_retries=0, timeout_s=10),
             retrieval=RetrievalSettings(timeout_per_source_s=10),
+            service=ServiceSettings(auth=auth),
         )
         knowledge_base = KnowledgeBase(settings, embedder=get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR)))
         knowledge_base.add_documents(documents)
@@ -152,14 +153,16 @@ def test_a_researcher_asks_watches_the_sources_and_opens_a_citation(
             page.get_by_label("Your question").fill(QUESTION)
             page.get_by_label("Your question").press("Enter")
             expect(page.get_by_role("button", name="Researching…")).to_be_disabled()
-            rag = page.locator('li[data-source="rag"]')
-            expect(rag).to_have_attribute("data-state", "success")
-            expect(page.locator('li[data-source="arxiv"]')).to_have_attribute("data-state", "pending")  # still 503-ing
+            # The web search fails at once (not configured) while arXiv still waits on its slow 503: live updates.
+            expect(page.locator('li[data-source="web"]')).to_have_attribute("data-state", "failed")
+            expect(page.locator('li[data-source="arxiv"]')).to_have_attribute("data-state", "pending")
             expect(page.locator(".answer:not(.draft)")).to_have_count(0)
+            rag = page.locator('li[data-source="rag"]')
             page.screenshot(path=str(tmp_path / "web-live.png"))
 
             answer = page.locator(".answer:not(.draft)")
             expect(answer).to_contain_text("etamorphic testing", timeout=30_000)
+            expect(rag).to_have_attribute("data-state", "success")
             expect(page.get_by_role("button", name="Ask")).to_be_enabled()
 
             # Every source with its state; failures with their reason.
@@ -211,6 +214,41 @@ def test_a_researcher_asks_watches_the_sources_and_opens_a_citation(
     if os.environ.get("UPDATE_SCREENSHOTS") == "1":
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(tmp_path / "web.png", SCREENSHOT)
+
+
+@pytest.fixture
+def keyless_page(tmp_path: Path) -> Iterator[Page]:
+    """The service with authentication off (`serve --no-auth`)."""
+    with serving(tmp_path, demo_documents(("Metamorphic",)), auth=False) as page:
+        yield page
+
+
+def test_without_authentication_the_page_needs_no_key(keyless_page: Page, chromium_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page()
+            page.goto(keyless_page.url)
+            expect(page.locator("#key-badge")).to_have_text("local mode: no key needed")
+            expect(page.get_by_role("button", name="Forget key")).to_be_hidden()
+            expect(page.locator("#key-panel")).to_be_hidden()
+            page.get_by_role("button", name="+ New session").click()
+            expect(page.locator(".sessions li")).to_have_count(1)
+            page.get_by_label("Style").select_option("concise")
+            page.get_by_label("Web").uncheck()  # this question only: the web is not searched
+            page.get_by_label("Your question").fill(QUESTION)
+            page.get_by_role("button", name="Ask").click()
+            expect(page.locator(".answer:not(.draft)")).to_contain_text("etamorphic", timeout=30_000)
+            expect(page.locator('li[data-source="web"]')).to_have_attribute("data-state", "skipped")
+            page.on("dialog", lambda dialog: dialog.accept())
+            page.locator(".sessions li").first.hover()
+            page.get_by_role("button", name=re.compile("^Delete the session")).click()
+            expect(page.locator("#sessions-state")).to_contain_text("No sessions yet")
+            expect(page.locator(".exchange")).to_have_count(0)
+        finally:
+            browser.close()
 
 
 def test_text_from_a_hostile_source_stays_text(hostile_page: Page, chromium_path: Path) -> None:
