@@ -1,10 +1,30 @@
 #!/usr/bin/env bash
-# Create .venv and install researchcrew with its dev tools. Idempotent: a second run with an unchanged
-# pyproject.toml does nothing. torch is installed first as the CPU build (torch==2.13.0) so that pip never
-# resolves the multi-GB CUDA build for sentence-transformers.
+# Create .venv and install researchcrew with its dev tools, and Debian's chromium for the browser tests when it is
+# missing. Idempotent: a second run with an unchanged pyproject.toml does nothing. torch is installed first as the
+# CPU build (torch==2.13.0) so that pip never resolves the multi-GB CUDA build for sentence-transformers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+
+# Debian's Chromium drives the web page's browser tests (tests/browser, through Playwright; no browser is ever
+# downloaded). Installed once when missing, quietly; without it those tests skip locally and fail under CI.
+if [ ! -x /usr/bin/chromium ]; then
+    if command -v apt-get >/dev/null 2>&1; then
+        as_root=""
+        [ "$(id -u)" -eq 0 ] || as_root="sudo -n"
+        echo "setup: installing Debian's chromium for the browser tests" >&2
+        log=$(mktemp)
+        if ! { $as_root apt-get update -qq && $as_root env DEBIAN_FRONTEND=noninteractive \
+                apt-get install -y -qq chromium; } >"$log" 2>&1; then
+            tail -n 5 "$log" >&2
+            echo "setup: could not install chromium; install it (apt-get install chromium) to run the browser tests" >&2
+        fi
+        rm -f "$log"
+    else
+        echo "setup: /usr/bin/chromium is missing and there is no apt-get; install Chromium for the browser tests" >&2
+    fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi

@@ -78,10 +78,12 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     )
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
+    from researchcrew.service import openai_compat, web
     from researchcrew.service.routes import health, messages, sessions
 
-    for router in (health.router, sessions.router, messages.router):
+    for router in (health.router, sessions.router, messages.router, openai_compat.router):
         app.include_router(router)
+    web.install(app)  # the web page at / and its static files
     return app
 
 
