@@ -348,20 +348,13 @@ class Runtime:
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels
         the question."""
-        events: asyncio.Queue[ProgressEvent] = asyncio.Queue()
-        task = asyncio.create_task(self.ask(request, on_event=events.put_nowait))
-        try:
-            while not task.done() or not events.empty():
-                getter = asyncio.ensure_future(events.get())
-                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
-            yield task.result()
-        finally:
-            if not task.done():
-                task.cancel()
+        from researchcrew.pipeline.progress import events_then_result
+
+        async def answer(on_event: Callable[[ProgressEvent], None]) -> FinalResponse:
+            return await self.ask(request, on_event=on_event)
+
+        async for item in events_then_result(answer):
+            yield item
 
     async def last_session(self, user_id: str) -> str | None:
         """The session of ``user_id``'s latest remembered exchange (None: nothing remembered yet)."""

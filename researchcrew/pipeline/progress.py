@@ -17,10 +17,10 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.progress import ProgressEvent, Stage
@@ -28,6 +28,8 @@ from researchcrew.contracts.progress import ProgressEvent, Stage
 logger = logging.getLogger(__name__)
 
 TextMode = Literal["section", "token"]
+EventT = TypeVar("EventT")
+ResultT = TypeVar("ResultT")
 
 
 class ProgressReporter:
@@ -101,3 +103,24 @@ def report_text(piece: str, *, writer: str, mode: TextMode) -> None:
     reporter = _current.get()
     if reporter is not None:
         reporter.text(piece, writer=writer, mode=mode)
+
+
+async def events_then_result(
+    work: Callable[[Callable[[EventT], None]], Coroutine[Any, Any, ResultT]],
+) -> AsyncIterator[EventT | ResultT]:
+    """Run ``work(on_event)`` and yield each event it emits as it comes, then its result (always last). Closing
+    the iterator early cancels the work: a client that stops listening stops the run it started."""
+    events: asyncio.Queue[EventT] = asyncio.Queue()
+    task = asyncio.create_task(work(events.put_nowait))
+    try:
+        while not task.done() or not events.empty():
+            getter = asyncio.ensure_future(events.get())
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield getter.result()
+            else:
+                getter.cancel()
+        yield task.result()
+    finally:
+        if not task.done():
+            task.cancel()

@@ -43,6 +43,7 @@ from researchcrew.memory.deep_runs import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.pipeline.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
 from researchcrew.pipeline.deep.persistence import DeepRuns, StagedFlowPersistence
 from researchcrew.pipeline.deep.plan import apply_decision
+from researchcrew.pipeline.progress import events_then_result
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -390,17 +391,5 @@ async def _streamed(
     work: Callable[[OnEvent], Coroutine[Any, Any, DeepRun]],
 ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
     """Events as ``work`` emits them, then its result. Closing the iterator early cancels the work."""
-    events: asyncio.Queue[DeepProgressEvent] = asyncio.Queue()
-    task = asyncio.create_task(work(events.put_nowait))
-    try:
-        while not task.done() or not events.empty():
-            getter = asyncio.ensure_future(events.get())
-            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
-            if getter.done():
-                yield getter.result()
-            else:
-                getter.cancel()
-        yield task.result()
-    finally:
-        if not task.done():
-            task.cancel()
+    async for item in events_then_result(work):
+        yield item
