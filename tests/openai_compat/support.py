@@ -4,26 +4,21 @@ and uvicorn serving it on a loopback port in a thread (for a real browser)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-import uvicorn
-from fastapi import FastAPI
 
-from researchcrew.memory.accounts import Accounts
-from researchcrew.runtime import Runtime, open_runtime
-from researchcrew.service.app import create_app
 from researchcrew.settings import ServiceSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk
 from researchcrew.tools.base import Tool
+from tests.service import support as service_support
+from tests.service.support import ServiceHarness
 
 QUESTION = "What is metamorphic testing?"
 EVIDENCE = (
@@ -57,24 +52,12 @@ def evidence_tools() -> list[Tool]:
     return [FakeTool("rag", chunks=[chunk]), FakeTool("web", fail_with=("http_error", "Firecrawl answered HTTP 429"))]
 
 
-class Harness:
-    """An app with its lifespan running, its runtime, and keys for ada and bob."""
-
-    def __init__(self, app: FastAPI, runtime: Runtime) -> None:
-        self.app = app
-        self.runtime = runtime
-        self.keys: dict[str, str] = {}
-
-    async def add_user(self, name: str) -> str:
-        issued = await Accounts(await self.runtime.memory_store()).add_user(name)
-        self.keys[name] = issued.key
-        return issued.key
+class Harness(ServiceHarness):
+    """The service harness (an app with its lifespan running, its runtime, keys for ada and bob), with the official
+    OpenAI SDK as a client."""
 
     def http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://service.test")
-
-    def auth(self, user: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.keys[user]}"}
+        return self.client()
 
     @asynccontextmanager
     async def openai(self, user: str = "ada", **options: Any) -> AsyncIterator[openai.AsyncOpenAI]:
@@ -90,61 +73,8 @@ class Harness:
 async def running_service(
     settings: Settings, *, tools: Sequence[Tool] | None = None, **runtime_options: Any
 ) -> AsyncIterator[Harness]:
-    runtime = open_runtime(settings, tools=list(tools) if tools is not None else evidence_tools(), **runtime_options)
-    app = create_app(settings, runtime=runtime)
-    harness = Harness(app, runtime)
-    try:
-        async with app.router.lifespan_context(app):
-            if settings.service.auth:
-                await harness.add_user("ada")
-                await harness.add_user("bob")
-            yield harness
-    finally:
-        await runtime.aclose()
-
-
-class LiveServer:
-    """uvicorn serving an app on a free loopback port, in a thread with its own event loop."""
-
-    def __init__(self, app: FastAPI) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def url(self) -> str:
-        (sock,) = self.server.servers[0].sockets
-        host, port = sock.getsockname()[:2]
-        return f"http://{host}:{port}"
-
-    def run(self, coroutine: Any, timeout: float = 60) -> Any:
-        """Run a coroutine on the server's loop (where its runtime lives) and wait for its result."""
-        assert self.loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-
-@contextmanager
-def live_server(app: FastAPI) -> Iterator[LiveServer]:
-    server = LiveServer(app)
-    original_startup = server.server.startup
-
-    async def startup(*args: Any, **kwargs: Any) -> None:
-        server.loop = asyncio.get_running_loop()
-        await original_startup(*args, **kwargs)
-
-    server.server.startup = startup  # type: ignore[method-assign]
-    server.thread.start()
-    for _ in range(1200):
-        if server.server.started:
-            break
-        if not server.thread.is_alive():
-            raise RuntimeError("the live server did not start")
-        threading.Event().wait(0.05)
-    else:
-        raise RuntimeError("the live server did not start within 60 s")
-    try:
-        yield server
-    finally:
-        server.server.should_exit = True
-        server.thread.join(timeout=30)
+    tools = list(tools) if tools is not None else evidence_tools()
+    async with service_support.running_service(
+        settings, tools=tools, harness_class=Harness, **runtime_options
+    ) as harness:
+        yield harness

@@ -23,10 +23,10 @@ from tests.openai_compat.support import (
     EVIDENCE,
     QUESTION,
     Harness,
-    live_server,
     running_service,
     service_settings,
 )
+from tests.service.support import live_server
 
 FOLLOW_UP = "What problem does it address?"
 DRAFT = json.dumps(

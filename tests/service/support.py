@@ -10,7 +10,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -80,14 +80,21 @@ class ServiceHarness:
         return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://service.test")
 
 
+H = TypeVar("H", bound=ServiceHarness)
+
+
 @asynccontextmanager
 async def running_service(
-    settings: Settings, *, tools: Sequence[Tool] | None = None, **runtime_options: Any
-) -> AsyncIterator[ServiceHarness]:
+    settings: Settings,
+    *,
+    tools: Sequence[Tool] | None = None,
+    harness_class: type[H] = ServiceHarness,  # type: ignore[assignment]
+    **runtime_options: Any,
+) -> AsyncIterator[H]:
     """The app with its lifespan running (as uvicorn runs it), and keys for ada and bob."""
     runtime = open_runtime(settings, tools=list(tools) if tools is not None else default_tools(), **runtime_options)
     app = create_app(settings, runtime=runtime)
-    harness = ServiceHarness(app, runtime)
+    harness = harness_class(app, runtime)
     try:
         async with app.router.lifespan_context(app):
             if settings.service.auth:
@@ -113,7 +120,7 @@ class LiveServer:
         host, port = socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    def run_in_loop(self, coroutine: Any, timeout: float = 30) -> Any:
+    def run_in_loop(self, coroutine: Any, timeout: float = 60) -> Any:
         """Run a coroutine on the server's loop (where its runtime lives) and wait for it."""
         assert self.loop is not None
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
@@ -131,14 +138,14 @@ def live_server(app: FastAPI) -> Iterator[LiveServer]:
 
     server.server.startup = startup  # type: ignore[method-assign]
     server.thread.start()
-    for _ in range(600):
+    for _ in range(1200):
         if server.server.started:
             break
         if not server.thread.is_alive():
             raise RuntimeError("the live server did not start")
         threading.Event().wait(0.05)
     else:
-        raise RuntimeError("the live server did not start within 30 s")
+        raise RuntimeError("the live server did not start within 60 s")
     try:
         yield server
     finally:
