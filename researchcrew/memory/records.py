@@ -76,9 +76,26 @@ class RecalledExchange(_Record):
     origin: Literal["local", "zep"] = Field(default="local", description="Which memory produced the recall.")
     answer_kind: str | None = Field(
         default=None,
-        description="What kind of answer was given then (generated, extractive, uncertainty, refusal), when known: an "
-        "earlier uncertainty answer or refusal said nothing that could support a new answer.",
+        description="What kind of answer was given then (generated, extractive, uncertainty, refusal, "
+        "clarification), when known: an earlier answer that claimed nothing cannot support a new one.",
     )
+
+    @classmethod
+    def of(cls, record: ExchangeRecord, relevance: float) -> RecalledExchange:
+        """A stored exchange, recalled with ``relevance``."""
+        return cls(
+            response_id=record.response_id,
+            user_id=record.user_id,
+            session_id=record.session_id,
+            question=record.question,
+            answer=record.answer,
+            relevance=relevance,
+            asked_at=record.asked_at,
+            answered_at=record.answered_at,
+            citations=record.citations,
+            sources_used=record.sources_used,
+            answer_kind=record.answer_kind,
+        )
 
 
 # ---- sessions -------------------------------------------------------------------------------------------------

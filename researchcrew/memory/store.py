@@ -414,22 +414,7 @@ class MemoryStore:
                     )
             finally:
                 embedding.cancel()  # only matters when the database failed first; the thread finishes on its own
-        return [
-            RecalledExchange(
-                response_id=record.response_id,
-                user_id=record.user_id,
-                session_id=record.session_id,
-                question=record.question,
-                answer=record.answer,
-                relevance=score,
-                asked_at=record.asked_at,
-                answered_at=record.answered_at,
-                citations=record.citations,
-                sources_used=record.sources_used,
-                answer_kind=record.answer_kind,
-            )
-            for record, score in found
-        ]
+        return [RecalledExchange.of(record, score) for record, score in found]
 
     def _recall_in_thread(
         self, embedder: Embedder, query_text: str, user_id: str, session_id: str | None, limit: int, floor: float

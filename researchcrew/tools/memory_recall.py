@@ -181,19 +181,7 @@ class MemoryTool(Tool):
             recent = await history.history(user_id=user_id, session_id=None, limit=limit)
         known = {item.response_id for item in recalled}
         latest = [
-            RecalledExchange(
-                response_id=record.response_id,
-                user_id=record.user_id,
-                session_id=record.session_id,
-                question=record.question,
-                answer=record.answer,
-                relevance=CONVERSATION_RELEVANCE,
-                asked_at=record.asked_at,
-                answered_at=record.answered_at,
-                citations=record.citations,
-                sources_used=record.sources_used,
-                answer_kind=record.answer_kind,
-            )
+            RecalledExchange.of(record, CONVERSATION_RELEVANCE)
             for record in reversed(recent)
             if record.response_id not in known
         ]
