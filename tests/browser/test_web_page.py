@@ -31,7 +31,7 @@ from researchcrew.settings import ArxivSettings, EmbeddingSettings, RetrievalSet
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings
 from tests.loopback.server import LoopbackServer, Reply, Request
-from tests.openai_compat.support import LiveServer, live_server, require_service
+from tests.service.support import LiveServer, live_server, require_service
 
 pytestmark = pytest.mark.slow
 
