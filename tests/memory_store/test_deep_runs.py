@@ -9,7 +9,13 @@ from datetime import UTC, datetime, timedelta
 from researchcrew.memory.store import MemoryStore
 from tests.memory_store.conftest import Database
 
-NOW = datetime.now(UTC)
+
+def now() -> datetime:
+    """Read at each use: a time taken at import is minutes old when a long suite reaches these tests, and a lease
+    of "now + 10 minutes" would already have run out."""
+    return datetime.now(UTC)
+
+
 STATE = {"id": "r1", "plan": {"question": "Q", "items": [{"id": 1, "question": "A?"}], "max_items": 3}}
 PENDING = {"flow_id": "r1", "flow_class": "x.DeepResearchFlow", "method_name": "propose_plan", "method_output": {}}
 
@@ -17,10 +23,14 @@ PENDING = {"flow_id": "r1", "flow_class": "x.DeepResearchFlow", "method_name": "
 async def paused(store: MemoryStore, run_id: str = "r1", *, user_id: str = "ada", expires_in_s: float = 3600) -> None:
     runs = store.deep_runs
     await runs.create(
-        run_id=run_id, user_id=user_id, session_id="s", question="Q?", lease_until=NOW + timedelta(hours=1)
+        run_id=run_id, user_id=user_id, session_id="s", question="Q?", lease_until=now() + timedelta(hours=1)
     )
     await runs.pause(
-        run_id, state=STATE, pending=PENDING, awaiting="plan_approval", expires_at=NOW + timedelta(seconds=expires_in_s)
+        run_id,
+        state=STATE,
+        pending=PENDING,
+        awaiting="plan_approval",
+        expires_at=now() + timedelta(seconds=expires_in_s),
     )
 
 
@@ -39,7 +49,7 @@ async def test_a_paused_run_keeps_its_state_and_survives_reopening(database: Dat
         None,
     )
     assert record.state == STATE and record.pending == PENDING
-    assert record.expires_at is not None and record.expires_at > NOW
+    assert record.expires_at is not None and record.expires_at > now()
     assert await store.deep_runs.get("nope") is None
 
 
@@ -57,7 +67,7 @@ async def test_feedback_is_taken_only_for_the_kind_awaited_by_the_owner_before_e
 async def test_of_two_claims_exactly_one_wins(store: MemoryStore) -> None:
     runs = store.deep_runs
     await paused(store)
-    lease = NOW + timedelta(minutes=10)
+    lease = now() + timedelta(minutes=10)
     assert not await runs.claim("r1", user_id="ada", lease_until=lease)  # no decision yet
     await runs.submit_feedback("r1", user_id="ada", awaiting="plan_approval", feedback="{}")
     outcomes = await asyncio.gather(*(runs.claim("r1", user_id="ada", lease_until=lease) for _ in range(4)))
@@ -70,9 +80,9 @@ async def test_a_run_whose_process_died_can_be_claimed_again_after_its_lease(sto
     runs = store.deep_runs
     await paused(store)
     await runs.submit_feedback("r1", user_id="ada", awaiting="plan_approval", feedback="{}")
-    assert await runs.claim("r1", user_id="ada", lease_until=NOW - timedelta(seconds=1))  # lease already over
-    assert await runs.claim("r1", user_id="ada", lease_until=NOW + timedelta(minutes=10))
-    assert not await runs.claim("r1", user_id="ada", lease_until=NOW + timedelta(minutes=10))
+    assert await runs.claim("r1", user_id="ada", lease_until=now() - timedelta(seconds=1))  # lease already over
+    assert await runs.claim("r1", user_id="ada", lease_until=now() + timedelta(minutes=10))
+    assert not await runs.claim("r1", user_id="ada", lease_until=now() + timedelta(minutes=10))
 
 
 async def test_finish_and_cancel(store: MemoryStore) -> None:
