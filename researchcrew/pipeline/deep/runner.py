@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LEASE_MARGIN_S = 300.0  # a working process owns a run for its deadline plus this, then another may take over
+_RECENT_RUNS = 20  # a session's open clarification is looked for among the user's latest runs
 _FEEDBACK_NAMES = {"clarification": "an answer to its clarifying questions", "plan_approval": "a decision on its plan"}
 
 
@@ -138,6 +139,20 @@ class DeepResearch:
     async def get(self, run_id: str, *, user_id: str) -> DeepRun:
         """The run as it is now."""
         return view(await self._owned(run_id, user_id))
+
+    async def awaiting_clarification(self, *, user_id: str, session_id: str) -> DeepRun | None:
+        """The session's run that waits for an answer to its clarifying questions (none received yet), if any: the
+        user's next message in that session is the answer (the chat service routes it here)."""
+        for record in await self.runs.of_user(user_id, limit=_RECENT_RUNS):
+            if (
+                record.session_id == session_id
+                and record.status == AWAITING
+                and record.awaiting == "clarification"
+                and record.feedback is None
+                and not _expired(record)
+            ):
+                return view(record)
+        return None
 
     # ---- feedback ---------------------------------------------------------------------------------------------------
     async def answer_clarification(self, run_id: str, *, user_id: str, answer: ClarificationAnswer | str) -> DeepRun:
