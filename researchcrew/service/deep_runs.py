@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Literal
 
 import anyio
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun
 from researchcrew.contracts.request import ResearchRequest
@@ -55,13 +55,9 @@ class SessionMessage(MessageRequest):
         description="quick: one cited answer (200). deep: a deep research run (202 with the run): clarifying "
         "questions, a plan to approve, one report.",
     )
-    deep: DeepOptions | None = Field(default=None, description='Options of the deep run (only with mode "deep").')
-
-    @model_validator(mode="after")
-    def _options_need_deep_mode(self) -> SessionMessage:
-        if self.deep is not None and self.mode != "deep":
-            raise ValueError('deep options are only for mode "deep"')
-        return self
+    deep: DeepOptions | None = Field(
+        default=None, description='Options of the deep run (with mode "deep"; a quick answer ignores them).'
+    )
 
     def to_request(self, *, user_id: str, session_id: str) -> ResearchRequest:
         fields = self.model_dump(exclude_unset=True, exclude={"mode", "deep"})

@@ -223,7 +223,6 @@ async def test_the_event_stream_shows_phases_then_the_run_then_done(ada: Client)
 async def test_misuse_is_a_clear_problem(ada: Client) -> None:
     session = await ada.session()
     assert_problem(await ada.ask(session, {"question": QUESTION, "mode": "thorough"}), 422, "invalid-request")
-    assert_problem(await ada.ask(session, {"question": QUESTION, "deep": {"auto_approve": True}}), 422, "request")
     assert_problem(await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": {"depth": 3}}), 422, "request")
     assert_problem(await ada.ask("nobodys-session", {"question": QUESTION, "mode": "deep"}), 404, "session-not-found")
 
