@@ -99,9 +99,9 @@ def serving(data_dir: Path, documents: list[Document], *, auth: bool = True) -> 
         runtime = open_runtime(settings, knowledge_base=knowledge_base)
         try:
             with live_server(create_app(settings, runtime=runtime)) as server:
-                issued = server.run(_add_user(runtime, "ada"))
+                issued = server.run_in_loop(_add_user(runtime, "ada"))
                 yield Page(url=server.url, key=issued, server=server, runtime=runtime)
-                server.run(runtime.aclose())
+                server.run_in_loop(runtime.aclose())
         finally:
             knowledge_base.close()
 
@@ -303,7 +303,7 @@ def test_errors_are_shown_in_words(served_page: Page, chromium_path: Path) -> No
             page.unroute("**/v1/sessions/*/messages")
 
             # A key revoked meanwhile: the page asks for a key again, with the service's reason.
-            served_page.server.run(_revoke(served_page.runtime, "ada"))
+            served_page.server.run_in_loop(_revoke(served_page.runtime, "ada"))
             page.get_by_label("Your question").fill(QUESTION)
             page.get_by_label("Your question").press("Enter")
             expect(page.locator("#key-error")).to_contain_text("not valid")
