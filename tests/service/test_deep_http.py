@@ -260,3 +260,36 @@ async def test_an_expired_pause_is_gone(tmp_path: Path) -> None:
         gone = await ada.post(f"/v1/deep-runs/{run.run_id}/plan", {"action": "approve"})
         assert "expired: start a new run" in assert_problem(gone, 410, "deep-run-expired")["detail"]
         assert_problem(await ada.post(f"/v1/deep-runs/{run.run_id}/cancel"), 410, "deep-run-expired")
+
+
+async def test_the_schema_documents_deep_runs(http: httpx.AsyncClient) -> None:
+    schema = (await http.get("/openapi.json")).json()
+    ask = schema["paths"]["/v1/sessions/{session_id}/messages"]["post"]
+    assert ask["responses"]["202"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/DeepRun"}
+    assert "`phase`" in ask["responses"]["200"]["description"] and "`run`" in ask["responses"]["200"]["description"]
+    mode = schema["components"]["schemas"]["SessionMessage"]["properties"]["mode"]
+    assert mode["enum"] == ["quick", "deep"] and mode["default"] == "quick"
+    for path, method in [("", "get"), ("/clarification", "post"), ("/plan", "post"), ("/cancel", "post")]:
+        operation = schema["paths"][f"/v1/deep-runs/{{run_id}}{path}"][method]
+        assert {"404", "422"} <= set(operation["responses"]), path
+    assert {"409", "410"} <= set(schema["paths"]["/v1/deep-runs/{run_id}/plan"]["post"]["responses"])
+
+
+async def test_a_working_run_holds_one_of_the_users_question_slots(tmp_path: Path) -> None:
+    settings = deep_settings(tmp_path)
+    settings.service.max_concurrent_questions = 1
+    async with ada_over(settings, CorpusTool(delay_s=0.2)) as ada:
+        session = await ada.session()
+        body = {"question": QUESTION, "mode": "deep", "deep": {"auto_approve": True, "max_subquestions": 3}}
+        started = await ada.ask(session, body)
+        assert started.status_code == 202 and started.json()["status"] == "running", started.text
+        busy = await ada.ask(session, {"question": "What is pooled testing?"})
+        assert_problem(busy, 429, "too-many-questions")
+        assert busy.headers["Retry-After"] == "1"
+        assert (await ada.until(started.json()["run_id"], "completed", "failed")).status == "completed"
+        for _ in range(40):  # the slot is given back just after the run is stored as completed
+            after = await ada.ask(session, {"question": "What is pooled testing?"})
+            if after.status_code != 429:
+                break
+            await asyncio.sleep(0.05)
+        assert after.status_code == 200, after.text
