@@ -14,7 +14,7 @@ after a restart: the pause lives in the memory database. ``start(..., options=De
 runs to the end without pausing (batch jobs, ``--yes``). ``stream``/``stream_resume`` yield the progress events
 and then the run. Mistakes are named errors (``errors.DeepRunNotFoundError``, ``DeepRunForbiddenError``,
 ``DeepRunStateError``, ``DeepRunExpiredError``, ``PlanDecisionError``), each with one line saying what to do; the
-HTTP layer maps them to 404, 403, 409, 410 and 422.
+HTTP layer maps them to 404 (another user's run too, like an unknown id), 409, 410 and 422.
 """
 
 from __future__ import annotations
