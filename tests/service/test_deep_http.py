@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from researchcrew.contracts import FinalResponse
-from researchcrew.contracts.deep import DeepRun
+from researchcrew.contracts.deep import DeepRun, PlanDecision
 from researchcrew.settings import DeepResearchSettings, ServiceSettings, Settings
 from tests.deep.corpus import PASSAGES, CorpusTool
 from tests.e2e.support import assert_every_claim_cited
@@ -293,3 +293,26 @@ async def test_a_working_run_holds_one_of_the_users_question_slots(tmp_path: Pat
                 break
             await asyncio.sleep(0.05)
         assert after.status_code == 200, after.text
+
+
+async def test_a_run_whose_decision_was_stored_but_not_resumed_is_resumed_by_its_owner(
+    harness: ServiceHarness, ada: Client, bob: Client
+) -> None:
+    """As after a restart: the decision reached the store, the process resuming the run did not go on."""
+    session = await ada.session()
+    started = await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": {"max_subquestions": 2}})
+    run = DeepRun.model_validate(started.json())
+    waiting = await ada.post(f"/v1/deep-runs/{run.run_id}/resume")
+    assert "still waits for a decision on its plan" in assert_problem(waiting, 409, "deep-run-conflict")["detail"]
+
+    deep = await harness.runtime.deep_research()
+    await deep.decide_plan(run.run_id, user_id="ada", decision=PlanDecision())  # stored, not resumed
+    assert_problem(await bob.post(f"/v1/deep-runs/{run.run_id}/resume"), 404, "deep-run-not-found")
+    resumed = await ada.post(f"/v1/deep-runs/{run.run_id}/resume")
+    assert resumed.status_code == 202, resumed.text
+    done = await ada.until(run.run_id, "completed", "failed")
+    assert done.status == "completed" and done.report is not None, done.error
+    assert_every_claim_cited(FinalResponse.model_validate(done.report.response.model_dump()))
+
+    finished = await ada.post(f"/v1/deep-runs/{run.run_id}/resume")
+    assert "completed" in assert_problem(finished, 409, "deep-run-conflict")["detail"]

@@ -179,6 +179,13 @@ class DeepResearch:
         return await self.get(run_id, user_id=user_id)
 
     # ---- resuming ---------------------------------------------------------------------------------------------------
+    async def check_resumable(self, run_id: str, *, user_id: str) -> DeepRun:
+        """The run, if ``resume`` would continue it now (its answer or decision stored, not working, not expired);
+        else the error saying why not."""
+        record = await self._owned(run_id, user_id)
+        self._check_resumable(record)
+        return view(record)
+
     async def resume(self, run_id: str, *, user_id: str, on_event: OnEvent | None = None) -> DeepRun:
         """Continue a paused run whose answer or decision has arrived, to its next pause or its end."""
         record = await self._owned(run_id, user_id)

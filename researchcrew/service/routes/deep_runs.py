@@ -155,12 +155,16 @@ async def _continue(
     user_id: str,
     run_id: str,
     request: Request,
-    submit: Callable[[], Awaitable[DeepRun]],
+    submit: Callable[[], Awaitable[DeepRun]] | None,
 ) -> Response:
-    """Store the user's answer or decision (checked by the runner), then resume the run in the service."""
+    """Store the user's answer or decision (checked by the runner; ``submit``), then resume the run in the service.
+    Without ``submit``: resume a run whose answer was stored but whose resuming never finished (a restart)."""
     slot = await take_deep_slot(service, user_id, None)  # first: a stored decision must find a slot to resume in
     try:
-        await submit()
+        if submit is not None:
+            await submit()
+        else:
+            await deep.check_resumable(run_id, user_id=user_id)
     except ResearchCrewError as error:
         await slot.release()
         raise deep_problem(error, run_id) from error
@@ -234,6 +238,20 @@ async def decide_plan(
         request,
         lambda: deep.decide_plan(run_id, user_id=user.user_id, decision=body),
     )
+
+
+@router.post(
+    "/{run_id}/resume",
+    status_code=202,
+    response_model=DeepRun,
+    responses={**DEEP_ACCEPTED, **_DEEP_STREAM, **_STATE_DOC},
+    summary="Resume a run whose answer or plan decision is stored but which is not working (the service restarted).",
+)
+async def resume_deep_run(service: Service, user: CurrentUser, run_id: RunId, request: Request) -> Response:
+    """The decision routes resume the run themselves; this one is for the run left behind by a stopped service
+    (its answer stored, its lease run out). A run that is working, finished or still waiting for the user: 409."""
+    deep = await deep_research(service)
+    return await _continue(service, deep, user.user_id, run_id, request, None)
 
 
 @router.post(
