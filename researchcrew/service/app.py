@@ -79,9 +79,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
     from researchcrew.service import openai_compat, web
-    from researchcrew.service.routes import health, messages, sessions
+    from researchcrew.service.routes import deep_runs, health, messages, sessions
 
-    for router in (health.router, sessions.router, messages.router, openai_compat.router):
+    for router in (health.router, sessions.router, messages.router, openai_compat.router, deep_runs.router):
         app.include_router(router)
     web.install(app)  # the web page at / and its static files
     return app

@@ -77,6 +77,8 @@ class DeepRuns(Protocol):
 
     async def get(self, run_id: str) -> DeepRunRecord | None: ...
 
+    async def of_user(self, user_id: str, *, limit: int = 50) -> list[DeepRunRecord]: ...
+
     async def pause(
         self, run_id: str, *, state: dict[str, Any], pending: dict[str, Any], awaiting: str, expires_at: datetime
     ) -> None: ...
@@ -118,6 +120,11 @@ class InProcessDeepRuns:
     async def get(self, run_id: str) -> DeepRunRecord | None:
         row = self._rows.get(run_id)
         return row.model_copy(deep=True) if row is not None else None
+
+    async def of_user(self, user_id: str, *, limit: int = 50) -> list[DeepRunRecord]:
+        """The user's runs, newest first."""
+        rows = sorted((r for r in self._rows.values() if r.user_id == user_id), key=lambda r: r.created_at)
+        return [row.model_copy(deep=True) for row in reversed(rows)][:limit]
 
     async def _update(self, run_id: str, **values: Any) -> None:
         row = self._rows[run_id]

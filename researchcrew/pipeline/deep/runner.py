@@ -14,7 +14,7 @@ after a restart: the pause lives in the memory database. ``start(..., options=De
 runs to the end without pausing (batch jobs, ``--yes``). ``stream``/``stream_resume`` yield the progress events
 and then the run. Mistakes are named errors (``errors.DeepRunNotFoundError``, ``DeepRunForbiddenError``,
 ``DeepRunStateError``, ``DeepRunExpiredError``, ``PlanDecisionError``), each with one line saying what to do; the
-HTTP layer maps them to 404, 403, 409, 410 and 422.
+HTTP layer maps them to 404 (another user's run too, like an unknown id), 409, 410 and 422.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LEASE_MARGIN_S = 300.0  # a working process owns a run for its deadline plus this, then another may take over
+_RECENT_RUNS = 20  # a session's open clarification is looked for among the user's latest runs
 _FEEDBACK_NAMES = {"clarification": "an answer to its clarifying questions", "plan_approval": "a decision on its plan"}
 
 
@@ -139,6 +140,20 @@ class DeepResearch:
         """The run as it is now."""
         return view(await self._owned(run_id, user_id))
 
+    async def awaiting_clarification(self, *, user_id: str, session_id: str) -> DeepRun | None:
+        """The session's run that waits for an answer to its clarifying questions (none received yet), if any: the
+        user's next message in that session is the answer (the chat service routes it here)."""
+        for record in await self.runs.of_user(user_id, limit=_RECENT_RUNS):
+            if (
+                record.session_id == session_id
+                and record.status == AWAITING
+                and record.awaiting == "clarification"
+                and record.feedback is None
+                and not _expired(record)
+            ):
+                return view(record)
+        return None
+
     # ---- feedback ---------------------------------------------------------------------------------------------------
     async def answer_clarification(self, run_id: str, *, user_id: str, answer: ClarificationAnswer | str) -> DeepRun:
         """Store the reply to the run's clarifying questions ("just answer" answers the question as asked). The
@@ -164,6 +179,13 @@ class DeepResearch:
         return await self.get(run_id, user_id=user_id)
 
     # ---- resuming ---------------------------------------------------------------------------------------------------
+    async def check_resumable(self, run_id: str, *, user_id: str) -> DeepRun:
+        """The run, if ``resume`` would continue it now (its answer or decision stored, not working, not expired);
+        else the error saying why not."""
+        record = await self._owned(run_id, user_id)
+        self._check_resumable(record)
+        return view(record)
+
     async def resume(self, run_id: str, *, user_id: str, on_event: OnEvent | None = None) -> DeepRun:
         """Continue a paused run whose answer or decision has arrived, to its next pause or its end."""
         record = await self._owned(run_id, user_id)

@@ -597,6 +597,7 @@
 
   async function ask(question) {
     showBanner("");
+    if ($("deep-mode").checked && window.researchcrewDeep) return window.researchcrewDeep.ask(question);
     const options = questionOptions();
     const excluded = new Set(options.exclude_sources || []);
     if (state.sources.length && excluded.size === state.sources.length) {
@@ -662,7 +663,12 @@
         if (message.event === "stage") view.stage(message.data);
         else if (message.event === "source") view.source(message.data);
         else if (message.event === "text") view.text(message.data);
-        else if (message.event === "response") {
+        else if (message.event === "run" && window.researchcrewDeep) {
+          // The message answered a deep run's clarifying questions: the run takes over this exchange.
+          view.root.remove();
+          window.researchcrewDeep.show(message.data);
+          answered = true;
+        } else if (message.event === "response") {
           view.finish(message.data);
           answered = true;
           countAnswer();
@@ -717,6 +723,12 @@
   $("stop").addEventListener("click", () => {
     if (state.running) state.running.abort();
   });
+
+  // Shared with deep.js (deep research runs), which is loaded after this file.
+  window.researchcrew = {
+    $, el, state, api, headers, failure, ApiError, parseEvent, answerView, renderMarkdown, scrollToEnd,
+    showBanner, setRunning, newSession, refreshSessions, questionOptions, showKeyPanel,
+  };
 
   start();
 })();

@@ -1,0 +1,199 @@
+"""Deep research over HTTP: the message body's ``mode``, the mapping of the runner's named errors to problems, and
+the working segments of a run (start, or resume after the user's answer or decision) run in this process.
+
+A segment runs as a task the service tracks (shutdown lets it finish within the grace period; a resumed run that is
+cut off goes back to its pause) and holds one of the user's question slots while it works. JSON callers get ``202``
+and the run: a start waits for the first pause (or, with ``auto_approve``, only until the run exists), a resume
+returns once the run is working again; the rest happens in the service and ``GET /v1/deep-runs/{id}`` shows it.
+
+The event stream (``text/event-stream``) follows the quick answer's (``researchcrew.service.questions``): ``phase``
+(a deep phase started, finished or paused: clarify, plan, research, references, report, quality, respond), and,
+relayed from a sub-question's pipeline with its ``sub_question`` number, ``stage``, ``source`` and ``text`` — each a
+``DeepProgressEvent`` as JSON — then ``run`` (the ``DeepRun``, paused or finished), then ``done``. A failure sends
+``error`` (a problem+json body) and then ``done``. Closing the stream stops the segment (a resumed run goes back to
+its pause, as the runner documents).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, Literal
+
+import anyio
+from pydantic import Field
+
+from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun
+from researchcrew.contracts.request import ResearchRequest
+from researchcrew.errors import (
+    DeepResearchError,
+    DeepRunExpiredError,
+    DeepRunForbiddenError,
+    DeepRunNotFoundError,
+    PlanDecisionError,
+    ResearchCrewError,
+)
+from researchcrew.pipeline.deep.runner import DeepResearch
+from researchcrew.service.problems import ApiProblem, problem_body
+from researchcrew.service.questions import MessageRequest, service_problem, sse, track
+from researchcrew.service.state import ServiceState
+from researchcrew.service.throttle import QuestionSlot
+
+logger = logging.getLogger(__name__)
+
+OnEvent = Callable[[DeepProgressEvent], None]
+Segment = Callable[[OnEvent], Coroutine[Any, Any, DeepRun]]
+_LEASE_MARGIN_S = 60.0  # a slot outlives the run's deadline by this much (then it expires)
+
+
+class SessionMessage(MessageRequest):
+    """A message of a session: a quick answer (the default) or a deep research run (``mode: "deep"``)."""
+
+    mode: Literal["quick", "deep"] = Field(
+        default="quick",
+        description="quick: one cited answer (200). deep: a deep research run (202 with the run): clarifying "
+        "questions, a plan to approve, one report.",
+    )
+    deep: DeepOptions | None = Field(
+        default=None, description='Options of the deep run (with mode "deep"; a quick answer ignores them).'
+    )
+
+    def to_request(self, *, user_id: str, session_id: str) -> ResearchRequest:
+        fields = self.model_dump(exclude_unset=True, exclude={"mode", "deep"})
+        return ResearchRequest(user_id=user_id, session_id=session_id, **fields)
+
+
+def deep_problem(error: ResearchCrewError, run_id: str) -> ApiProblem:
+    """The problem for a named failure of a deep run operation (another user's run is answered like an unknown one)."""
+    if isinstance(error, DeepRunNotFoundError | DeepRunForbiddenError):
+        return ApiProblem(404, f"No deep run {run_id!r}: check the id, or start a new run.", kind="deep-run-not-found")
+    if isinstance(error, DeepRunExpiredError):
+        return ApiProblem(410, str(error), kind="deep-run-expired")
+    if isinstance(error, PlanDecisionError):
+        return ApiProblem(422, str(error), kind="invalid-plan-decision")
+    if isinstance(error, DeepResearchError):  # DeepRunStateError and any later kind: the run's state forbids it
+        return ApiProblem(409, str(error), kind="deep-run-conflict")
+    return service_problem(error)
+
+
+async def deep_research(service: ServiceState) -> DeepResearch:
+    try:
+        return await service.runtime.deep_research()
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
+
+
+async def take_deep_slot(service: ServiceState, user_id: str, deadline_s: float | None) -> QuestionSlot:
+    """A question slot for one working segment of a deep run, or 429 with Retry-After."""
+    lease = (deadline_s or service.settings.deep.deadline_s) + _LEASE_MARGIN_S
+    slot = await service.throttle.question_slot(user_id, lease_s=lease)
+    if slot is None:
+        limit = service.settings.service.max_concurrent_questions
+        raise ApiProblem(
+            429,
+            f"You have {limit} question(s) or deep runs working, the most allowed at once; retry when one finished.",
+            headers={"Retry-After": "1"},
+            kind="too-many-questions",
+        )
+    return slot
+
+
+class SegmentWork:
+    """One working segment of a run, started as a tracked task. Its events are queued for a stream (``streaming``);
+    the slot is given back at its end."""
+
+    def __init__(
+        self, service: ServiceState, segment: Segment, slot: QuestionSlot, *, run_id: str | None, streaming: bool
+    ) -> None:
+        self.events: asyncio.Queue[DeepProgressEvent] = asyncio.Queue()
+        self.run_id = run_id
+        self.streaming = streaming
+        self.started = asyncio.Event()
+        self.task = track(service, self._run(segment, slot))
+        self.task.add_done_callback(_log_failure)
+
+    def _on_event(self, event: DeepProgressEvent) -> None:
+        self.run_id = event.run_id
+        self.started.set()
+        if self.streaming:
+            self.events.put_nowait(event)
+
+    async def _run(self, segment: Segment, slot: QuestionSlot) -> DeepRun:
+        try:
+            return await segment(self._on_event)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await slot.release()
+
+    def result(self) -> DeepRun:
+        try:
+            return self.task.result()
+        except ResearchCrewError as error:
+            raise deep_problem(error, self.run_id or "") from error
+
+    async def until_started(self, deep: DeepResearch, user_id: str) -> DeepRun:
+        """The run once it is working (its first event), or its result if the segment ended first."""
+        waiter = asyncio.ensure_future(self.started.wait())
+        try:
+            await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if self.task.done() or self.run_id is None:
+            return await self.until_done()
+        return await deep.get(self.run_id, user_id=user_id)
+
+    async def until_done(self) -> DeepRun:
+        await asyncio.wait({self.task})
+        return self.result()
+
+    async def stream(self, keep_alive_s: float) -> AsyncIterator[bytes]:
+        """The segment's events as server-sent events, then the run, then ``done``. Closing it stops the segment."""
+        number = 0
+        try:
+            while True:
+                getter = asyncio.ensure_future(self.events.get())
+                done, _ = await asyncio.wait(
+                    {getter, self.task}, timeout=keep_alive_s, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter in done:
+                    event = getter.result()
+                    number += 1
+                    yield sse(event_name(event), event.model_dump_json(exclude_none=True), number)
+                    continue
+                getter.cancel()
+                if self.task in done and self.events.empty():
+                    break
+                if not done:
+                    yield b": keep-alive\n\n"
+            try:
+                run = self.result()
+            except ApiProblem as problem:
+                body = problem_body(problem.status, problem.detail, kind=problem.kind)
+                yield sse("error", body.model_dump_json(exclude_none=True))
+            else:
+                yield sse("run", run.model_dump_json(), number + 1)
+            yield sse("done", "{}")
+        finally:
+            with anyio.CancelScope(shield=True):
+                if not self.task.done():
+                    self.task.cancel()
+                    logger.info("deep run event stream closed early; stopped the working segment")
+                    await asyncio.wait({self.task})
+
+
+def event_name(event: DeepProgressEvent) -> str:
+    """``phase`` for the run's own phases; ``stage``/``source``/``text`` for what a sub-question's pipeline relays."""
+    if event.stage_event is not None:
+        return event.stage_event.kind
+    if event.status in ("source", "text"):
+        return event.status
+    return "phase"
+
+
+def _log_failure(task: asyncio.Task[DeepRun]) -> None:
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not isinstance(error, DeepResearchError):
+        logger.error("a deep run's working segment failed", exc_info=error)
