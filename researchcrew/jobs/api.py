@@ -118,15 +118,16 @@ class Jobs:
         user_id: str,
         *,
         name: str,
-        questions: Path | str | Sequence[str] | Sequence[JobQuestion],
+        questions: Path | str | Sequence[str] | Sequence[JobQuestion] | LoadedQuestions,
         options: QuestionOptions | dict[str, Any] | None = None,
         schedule: str | None = None,
         timezone: str = "UTC",
         webhook_url: str | None = None,
         remember: bool = False,
     ) -> CreatedJob:
-        """Create a job. ``questions`` is a file (``Path``, or a ``str`` path ending in .txt/.csv/.jsonl) or the
-        questions themselves. Everything is checked first; ``JobInputError`` says what is wrong."""
+        """Create a job. ``questions`` is a file (``Path``, or a ``str`` path ending in .txt/.csv/.jsonl), a file
+        already read (``sources.parse_questions`` of an upload) or the questions themselves. Everything is checked
+        first; ``JobInputError`` says what is wrong."""
         loaded = self._questions(questions)
         try:
             spec = JobSpec.model_validate(
@@ -145,8 +146,12 @@ class Jobs:
             raise JobInputError(_problems(error)) from None
         return await (await self.store()).create_job(user_id, spec)
 
-    def _questions(self, questions: Path | str | Sequence[str] | Sequence[JobQuestion]) -> LoadedQuestions:
+    def _questions(
+        self, questions: Path | str | Sequence[str] | Sequence[JobQuestion] | LoadedQuestions
+    ) -> LoadedQuestions:
         limit = self.settings.jobs.max_questions
+        if isinstance(questions, LoadedQuestions):
+            return questions
         if isinstance(questions, Path):
             return load_questions(questions, max_questions=limit)
         if isinstance(questions, str):
