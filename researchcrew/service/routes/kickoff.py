@@ -22,6 +22,7 @@ for compatibility and not called: a run reports once, when it ends.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from typing import Annotated, Any, Literal
@@ -60,11 +61,42 @@ class KickoffInputs(QuestionOptions):
         default=None, min_length=1, max_length=1000, description="Several questions, researched as one run."
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_strings(cls, data: Any) -> Any:
+        """crewAI's inputs are strings: a list may come as JSON or comma-separated (``questions``: one per line),
+        an object as JSON. Anything else is left to validation."""
+        if not isinstance(data, dict):
+            return data
+        values = dict(data)
+        for key in _LIST_INPUTS & values.keys():
+            text = values[key]
+            if isinstance(text, str) and not text.lstrip().startswith("["):
+                separator = "\n" if key == "questions" else ","
+                values[key] = [item.strip() for item in text.split(separator) if item.strip()]
+            elif isinstance(text, str):
+                values[key] = _json(text)
+        for key in _OBJECT_INPUTS & values.keys():
+            if isinstance(values[key], str):
+                values[key] = _json(values[key])
+        return values
+
     @model_validator(mode="after")
     def _one_of(self) -> KickoffInputs:
         if (self.question is None) == (self.questions is None):
             raise ValueError("give `question` or `questions` (one of them)")
         return self
+
+
+_LIST_INPUTS = frozenset({"questions", "preferred_sources", "exclude_sources"})
+_OBJECT_INPUTS = frozenset({"tool_options", "source_reputation"})
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # validation then says what type was expected
 
 
 class KickoffWebhooks(BaseModel):
