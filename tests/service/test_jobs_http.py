@@ -151,6 +151,16 @@ async def test_the_same_checks_apply_to_a_file_sent_in_json_and_to_odd_uploads(
     assert "not UTF-8" in assert_problem(not_utf8, 422)["detail"]
     no_file = await client.post("/v1/jobs/upload?name=x", headers=ada, data={"name": "x"}, files={"other": b"What?"})
     assert "'file'" in assert_problem(no_file, 422)["detail"]
+    form = {"file": ("q.txt", b"What?", "text/plain")}
+    bad_options = await client.post("/v1/jobs/upload?name=x", headers=ada, data={"options": "{"}, files=form)
+    assert "options: not JSON" in assert_problem(bad_options, 422)["detail"]
+    unknown_option = await client.post(
+        "/v1/jobs/upload?name=x", headers=ada, data={"options": '{"colour": 1}'}, files=form
+    )
+    assert "colour" in assert_problem(unknown_option, 422)["detail"]
+    unknown_field = await client.post("/v1/jobs/upload?name=x", headers=ada, data={"colour": "red"}, files=form)
+    assert "colour" in assert_problem(unknown_field, 422)["detail"]
+    assert (await client.get("/v1/jobs", headers=ada)).json()["jobs"][0]["name"] == "good"  # only the good one
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,8 @@ router = APIRouter(prefix="/v1", tags=["jobs"], responses=problem_responses(400,
 
 JobRef = Annotated[str, Path(min_length=1, max_length=MAX_NAME_CHARS, description="The job's name or id.")]
 RunId = Annotated[str, Path(min_length=1, max_length=64, description="The run's id.")]
-MAX_FILE_CHARS = 50 * 1024 * 1024
+MAX_FILE_CHARS = 50 * 1024 * 1024  # in practice a body is bounded by service.max_body_bytes (64 KiB by default)
+MAX_INLINE_QUESTIONS = 200
 
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -89,7 +90,10 @@ class JobCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="Unique among your jobs.")
     questions: list[Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]] | None = Field(
-        default=None, min_length=1, max_length=10_000, description="The questions (or give `file`)."
+        default=None,
+        min_length=1,
+        max_length=MAX_INLINE_QUESTIONS,
+        description=f"The questions, at most {MAX_INLINE_QUESTIONS} (more: give `file`, or upload it).",
     )
     file: QuestionFile | None = Field(default=None, description="A question file's text (or give `questions`).")
     options: QuestionOptions = Field(default_factory=QuestionOptions, description="Defaults of every question.")
@@ -108,7 +112,8 @@ class JobCreate(BaseModel):
 
 
 class UploadQuery(BaseModel):
-    """What goes with an uploaded question file (form fields of the same names override these)."""
+    """What goes with an uploaded question file (form fields of the same names override these; default options
+    come as an `options` form field, a JSON object). Lengths keep the URL well within what servers accept."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -116,9 +121,8 @@ class UploadQuery(BaseModel):
     filename: str | None = Field(default=None, max_length=255, description="The file's name (raw bodies).")
     schedule: str | None = Field(default=None, max_length=120, description="Five-field cron expression.")
     timezone: str = Field(default="UTC", min_length=1, max_length=64, description="IANA time zone of the cron.")
-    webhook_url: str | None = Field(default=None, max_length=2048, description="Where finished runs are POSTed.")
+    webhook_url: str | None = Field(default=None, max_length=1000, description="Where finished runs are POSTed.")
     remember: bool = Field(default=False, description="Store each answer in your conversation memory.")
-    options: str | None = Field(default=None, max_length=20_000, description="Default options, as a JSON object.")
 
 
 class JobList(BaseModel):
@@ -163,7 +167,12 @@ _UPLOAD_BODY: dict[str, Any] = {
                 "schema": {
                     "type": "object",
                     "required": ["file"],
-                    "properties": {"file": {"type": "string", "format": "binary"}},
+                    "properties": {
+                        "file": {"type": "string", "format": "binary"},
+                        **{key: {"type": "string"} for key in ("name", "schedule", "timezone", "webhook_url")},
+                        "remember": {"type": "boolean"},
+                        "options": {"type": "string", "description": "Default options, a JSON object."},
+                    },
                 }
             },
         },
@@ -209,13 +218,14 @@ async def upload_job(
     """The body is the file (`text/csv`, `text/plain`, `application/x-ndjson`) or a form with a `file` part;
     the job's name, schedule, ... are query parameters (or form fields)."""
     upload = await read_upload(request, filename=query.filename)
+    fields = {key: value for key, value in upload.fields.items() if key != "options"}
     try:
-        merged = UploadQuery.model_validate({**query.model_dump(exclude_unset=True), **upload.fields})
+        merged = UploadQuery.model_validate({**query.model_dump(exclude_unset=True), **fields})
     except ValidationError as error:
         raise ApiProblem(422, f"invalid form field: {_first(error)}", kind="invalid-request") from None
     if merged.name is None:
         raise ApiProblem(422, "Name the job: `?name=...` (or a `name` form field).", kind="invalid-request")
-    options = _options(merged.options)
+    options = _options(upload.fields.get("options"))
     with job_problems():
         loaded = parse_questions(upload.filename, upload.text, max_questions=service.settings.jobs.max_questions)
         return await service.jobs.create(

@@ -58,7 +58,7 @@ class KickoffInputs(QuestionOptions):
 
     question: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
     questions: list[Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]] | None = Field(
-        default=None, min_length=1, max_length=1000, description="Several questions, researched as one run."
+        default=None, min_length=1, max_length=100, description="Several questions (at most 100), one run."
     )
 
     @model_validator(mode="before")
