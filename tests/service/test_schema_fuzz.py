@@ -61,7 +61,7 @@ def test_the_schema_lists_every_route() -> None:
     labels = {operation.label for operation in OPERATIONS}
     assert {"GET /healthz", "GET /readyz", "POST /v1/sessions", "POST /v1/sessions/{session_id}/messages"} <= labels
     assert {"POST /v1/jobs", "POST /v1/jobs/{job}/runs", "GET /v1/runs/{run_id}/results", "POST /kickoff"} <= labels
-    assert SEMANTIC_BODIES <= labels  # the exceptions name real operations
+    assert labels >= SEMANTIC_BODIES  # the exceptions name real operations
 
 
 @pytest.mark.slow

@@ -28,8 +28,9 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from researchcrew.contracts._base import SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 from researchcrew.jobs.contracts import QuestionOptions, QuestionResult, RunInfo, crewai_state
 from researchcrew.service.auth import CurrentUser
@@ -53,33 +54,36 @@ _STATES: dict[str, CeleryState] = {
 }
 
 
+QuestionText = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
+QuestionList = Annotated[list[QuestionText], Field(min_length=1, max_length=100)]
+
+
 class KickoffInputs(QuestionOptions):
     """The crew's inputs: the question (or questions) and, optionally, any ``ask()`` option by name."""
 
     question: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
-    questions: list[Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]] | None = Field(
-        default=None, min_length=1, max_length=100, description="Several questions (at most 100), one run."
-    )
+    questions: QuestionList | None = Field(default=None, description="Several questions (at most 100), one run.")
 
-    @model_validator(mode="before")
+    # crewAI's inputs are strings: a list may come as JSON or comma-separated (``questions``: one per line), an
+    # object as JSON. The schema says so (``json_schema_input_type``); anything else is left to validation.
+    @field_validator("questions", mode="before", json_schema_input_type=QuestionList | str | None)
     @classmethod
-    def _from_strings(cls, data: Any) -> Any:
-        """crewAI's inputs are strings: a list may come as JSON or comma-separated (``questions``: one per line),
-        an object as JSON. Anything else is left to validation."""
-        if not isinstance(data, dict):
-            return data
-        values = dict(data)
-        for key in _LIST_INPUTS & values.keys():
-            text = values[key]
-            if isinstance(text, str) and not text.lstrip().startswith("["):
-                separator = "\n" if key == "questions" else ","
-                values[key] = [item.strip() for item in text.split(separator) if item.strip()]
-            elif isinstance(text, str):
-                values[key] = _json(text)
-        for key in _OBJECT_INPUTS & values.keys():
-            if isinstance(values[key], str):
-                values[key] = _json(values[key])
-        return values
+    def _questions_from_text(cls, value: Any) -> Any:
+        return _list(value, "\n")
+
+    @field_validator(
+        "preferred_sources", "exclude_sources", mode="before", json_schema_input_type=list[SourceType] | str | None
+    )
+    @classmethod
+    def _sources_from_text(cls, value: Any) -> Any:
+        return _list(value, ",")
+
+    @field_validator(
+        "tool_options", "source_reputation", mode="before", json_schema_input_type=dict[str, Any] | str | None
+    )
+    @classmethod
+    def _object_from_text(cls, value: Any) -> Any:
+        return _json(value) if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _one_of(self) -> KickoffInputs:
@@ -88,8 +92,12 @@ class KickoffInputs(QuestionOptions):
         return self
 
 
-_LIST_INPUTS = frozenset({"questions", "preferred_sources", "exclude_sources"})
-_OBJECT_INPUTS = frozenset({"tool_options", "source_reputation"})
+def _list(value: Any, separator: str) -> Any:
+    if not isinstance(value, str):
+        return value
+    if value.lstrip().startswith("["):
+        return _json(value)
+    return [item.strip() for item in value.split(separator) if item.strip()]
 
 
 def _json(text: str) -> Any:
