@@ -84,10 +84,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
     from researchcrew.service import openai_compat, web
-    from researchcrew.service.routes import health, jobs, kickoff, messages, sessions
+    from researchcrew.service.routes import health, messages, sessions
 
-    for router in (health.router, sessions.router, messages.router, openai_compat.router, jobs.router, kickoff.router):
+    for router in (health.router, sessions.router, messages.router, openai_compat.router):
         app.include_router(router)
+    from researchcrew.service.routes import jobs, kickoff
+
+    app.include_router(jobs.router)  # batch jobs and runs
+    app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
     web.install(app)  # the web page at / and its static files
     return app
 
