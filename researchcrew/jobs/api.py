@@ -67,6 +67,8 @@ class Jobs:
         self._background: dict[str, asyncio.Task[None]] = {}
         self._name = process_name()
         self._lock = asyncio.Lock()
+        # ``jobs.concurrency`` questions at once in this process, however many runs are going (HTTP starts, slots).
+        self._slots = asyncio.Semaphore(self.settings.jobs.concurrency)
 
     # Plumbing ---------------------------------------------------------------------------------------------------
     async def store(self) -> JobStore:
@@ -228,7 +230,8 @@ class Jobs:
         return await self.run_existing(run_id, on_progress=on_progress)
 
     async def run_existing(self, run_id: str, *, on_progress: Progress | None = None) -> RunInfo:
-        """Research the open questions of a run here with ``jobs.concurrency`` at once."""
+        """Research the open questions of a run here: ``jobs.concurrency`` at once in this process, shared by every
+        run this object is researching."""
         executor = await self.executor()
         store = await self.store()
         pending = deque(await store.open_items(run_id))
@@ -236,7 +239,8 @@ class Jobs:
         async def work() -> None:
             while pending:
                 index = pending.popleft()
-                status = await executor.research(run_id, index)
+                async with self._slots:
+                    status = await executor.research(run_id, index)
                 if on_progress is not None:
                     on_progress(index, status)
 

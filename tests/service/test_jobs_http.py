@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.testing import FakeTool
 from tests.service.jobs_support import QUESTIONS, evidence_tool, finished_run, jobs_service, jobs_settings
 from tests.service.support import ServiceHarness
 from tests.service.test_api import assert_problem
@@ -234,3 +236,33 @@ async def test_cancel_stops_the_questions_not_yet_started(tmp_path: Path) -> Non
         assert run["counts"]["cancelled"] >= 4 and run["counts"]["total"] == 6
         results = (await client.get(f"/v1/runs/{run['id']}/results", headers=ada)).json()["results"]
         assert {r["status"] for r in results} <= {"answered", "cancelled"}
+
+
+class PeakTool(FakeTool):
+    """Evidence after a short wait; records how many searches were in progress at once."""
+
+    def __init__(self) -> None:
+        super().__init__("rag", chunks=evidence_tool().chunks, delay_s=0.05)
+        self.active = 0
+        self.peak = 0
+
+    async def _search(self, query: str, **options: Any) -> list[ContextChunk]:  # type: ignore[override]
+        self.active += 1
+        self.peak = max(self.peak, self.active)
+        try:
+            return await super()._search(query, **options)
+        finally:
+            self.active -= 1
+
+
+async def test_runs_started_together_share_the_process_concurrency(tmp_path: Path) -> None:
+    tool = PeakTool()
+    async with jobs_service(jobs_settings(tmp_path, concurrency=2), tools=[tool]) as app, app.client() as client:
+        ada = app.auth("ada")
+        for name in ("one", "two", "three"):
+            questions = [f"{QUESTIONS[0]} ({name} {n})" for n in range(3)]
+            await client.post("/v1/jobs", headers=ada, json={"name": name, "questions": questions})
+        runs = [(await client.post(f"/v1/jobs/{name}/runs", headers=ada)).json() for name in ("one", "two", "three")]
+        finished = [await finished_run(client, run["id"], ada) for run in runs]
+    assert [run["counts"]["answered"] for run in finished] == [3, 3, 3]
+    assert tool.peak == 2  # jobs.concurrency in the process, not per run (three runs would make six)
