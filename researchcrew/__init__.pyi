@@ -94,6 +94,9 @@ from .errors import (
 from .errors import (
     ToolError as ToolError,
 )
+from .jobs.api import (
+    Jobs as Jobs,
+)
 from .knowledge.collection import (
     KnowledgeBase as KnowledgeBase,
 )

@@ -424,6 +424,11 @@ class JobsSettings(_Group):
     schedule_refresh_s: float = Field(
         default=30.0, ge=1, le=3600, description="How often a scheduler re-reads the jobs' schedules."
     )
+    embedded_scheduler: bool | None = Field(
+        default=None,
+        description="Whether `researchcrew serve` fires job schedules itself and runs them in its process. None: "
+        "yes unless `redis.url` is set (a deployment with Redis runs `researchcrew scheduler` and workers instead).",
+    )
     webhook_timeout_s: float = Field(default=10.0, gt=0, le=120, description="Timeout for one webhook POST.")
     webhook_attempts: int = Field(
         default=5, ge=1, le=20, description="Tries per finished-run webhook (backoff with jitter in between)."

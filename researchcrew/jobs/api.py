@@ -67,6 +67,8 @@ class Jobs:
         self._background: dict[str, asyncio.Task[None]] = {}
         self._name = process_name()
         self._lock = asyncio.Lock()
+        # ``jobs.concurrency`` questions at once in this process, however many runs are going (HTTP starts, slots).
+        self._slots = asyncio.Semaphore(self.settings.jobs.concurrency)
 
     # Plumbing ---------------------------------------------------------------------------------------------------
     async def store(self) -> JobStore:
@@ -118,15 +120,16 @@ class Jobs:
         user_id: str,
         *,
         name: str,
-        questions: Path | str | Sequence[str] | Sequence[JobQuestion],
+        questions: Path | str | Sequence[str] | Sequence[JobQuestion] | LoadedQuestions,
         options: QuestionOptions | dict[str, Any] | None = None,
         schedule: str | None = None,
         timezone: str = "UTC",
         webhook_url: str | None = None,
         remember: bool = False,
     ) -> CreatedJob:
-        """Create a job. ``questions`` is a file (``Path``, or a ``str`` path ending in .txt/.csv/.jsonl) or the
-        questions themselves. Everything is checked first; ``JobInputError`` says what is wrong."""
+        """Create a job. ``questions`` is a file (``Path``, or a ``str`` path ending in .txt/.csv/.jsonl), a file
+        already read (``sources.parse_questions`` of an upload) or the questions themselves. Everything is checked
+        first; ``JobInputError`` says what is wrong."""
         loaded = self._questions(questions)
         try:
             spec = JobSpec.model_validate(
@@ -145,8 +148,12 @@ class Jobs:
             raise JobInputError(_problems(error)) from None
         return await (await self.store()).create_job(user_id, spec)
 
-    def _questions(self, questions: Path | str | Sequence[str] | Sequence[JobQuestion]) -> LoadedQuestions:
+    def _questions(
+        self, questions: Path | str | Sequence[str] | Sequence[JobQuestion] | LoadedQuestions
+    ) -> LoadedQuestions:
         limit = self.settings.jobs.max_questions
+        if isinstance(questions, LoadedQuestions):
+            return questions
         if isinstance(questions, Path):
             return load_questions(questions, max_questions=limit)
         if isinstance(questions, str):
@@ -223,7 +230,8 @@ class Jobs:
         return await self.run_existing(run_id, on_progress=on_progress)
 
     async def run_existing(self, run_id: str, *, on_progress: Progress | None = None) -> RunInfo:
-        """Research the open questions of a run here with ``jobs.concurrency`` at once."""
+        """Research the open questions of a run here: ``jobs.concurrency`` at once in this process, shared by every
+        run this object is researching."""
         executor = await self.executor()
         store = await self.store()
         pending = deque(await store.open_items(run_id))
@@ -231,7 +239,8 @@ class Jobs:
         async def work() -> None:
             while pending:
                 index = pending.popleft()
-                status = await executor.research(run_id, index)
+                async with self._slots:
+                    status = await executor.research(run_id, index)
                 if on_progress is not None:
                     on_progress(index, status)
 

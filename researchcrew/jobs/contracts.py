@@ -246,11 +246,10 @@ class QuestionResult(Contract):
     answered_by: str | None = Field(default=None, description="The process (host:pid) that stored the result.")
 
 
-def crewai_state(status: RunStatus) -> Literal["queued", "running", "completed", "error"]:
-    """A run's status in the names crewAI's deployed-crew API uses for a kickoff (for ``GET /status/{id}``)."""
-    if status == "queued":
-        return "queued"
-    if status == "running":
+def crewai_state(status: RunStatus) -> Literal["running", "completed", "error"]:
+    """A run's status in the names crewAI's deployed-crew API uses for a kickoff (for ``GET /status/{id}``): the
+    three of its OpenAPI file (``docs/enterprise-api.en.yaml`` in crewAIInc/crewAI), so a queued run is running."""
+    if status in ("queued", "running"):
         return "running"
     if status in ("completed", "partial"):
         return "completed"

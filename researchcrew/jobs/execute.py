@@ -95,10 +95,14 @@ class QuestionExecutor:
         """Research question ``index`` of run ``run_id`` unless it has its result already. Returns the stored
         status, or None when this call stored nothing (done elsewhere, run gone, lease lost)."""
         token = f"{self.name}:{uuid.uuid4().hex[:12]}"
-        claim = await self.store.claim_item(run_id, index, token, self.settings.lease_s)
-        while claim.state == "busy":
-            await asyncio.sleep(self._wait_for(claim.lease_until))
+        try:
             claim = await self.store.claim_item(run_id, index, token, self.settings.lease_s)
+            while claim.state == "busy":
+                await asyncio.sleep(self._wait_for(claim.lease_until))
+                claim = await self.store.claim_item(run_id, index, token, self.settings.lease_s)
+        except asyncio.CancelledError:  # stopped while claiming: a claim that was stored is given back too
+            await _despite_cancellation(self.store.release_item(run_id, index, token))
+            raise
         if claim.state != "claimed" or claim.item is None:
             logger.debug("run %s question %d: %s, nothing to do", run_id, index, claim.state)
             return None

@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from researchcrew.memory.accounts import Accounts
 from researchcrew.memory.chat_sessions import ChatSessions
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.batch import ServiceBatch
 from researchcrew.service.body_limit import BodyLimit
 from researchcrew.service.problems import install_problem_handlers
 from researchcrew.service.state import ServiceState
@@ -45,15 +46,18 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         owned = runtime is None
         active = runtime if runtime is not None else open_runtime(settings, **runtime_options)
         throttle = Throttle(settings.service, settings.redis)
+        batch = ServiceBatch(active, settings)  # Jobs, and the embedded scheduler unless a separate one runs
         try:
             await active.stages()  # crewAI, the model, Milvus and the memory store, paid now
             store = await active.memory_store()
+            await batch.start()
             app.state.service = ServiceState(
                 settings=settings,
                 runtime=active,
                 accounts=Accounts(store),
                 sessions=ChatSessions(store),
                 throttle=throttle,
+                jobs=batch.jobs,
             )
             logger.info("researchcrew service ready (auth %s)", "on" if settings.service.auth else "off")
             yield
@@ -62,6 +66,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             app.state.service = None
             if isinstance(state, ServiceState):
                 await _finish_running(state.questions, settings.service.shutdown_grace_s)
+            await batch.stop()  # the scheduler and the background runs, before the runtime closes
             await throttle.aclose()
             if owned:
                 await active.aclose()  # pending memory writes first, then the stores
@@ -83,6 +88,10 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
     for router in (health.router, sessions.router, messages.router, openai_compat.router, deep_runs.router):
         app.include_router(router)
+    from researchcrew.service.routes import jobs, kickoff
+
+    app.include_router(jobs.router)  # batch jobs and runs
+    app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
     web.install(app)  # the web page at / and its static files
     return app
 

@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from researchcrew.jobs.api import Jobs
 from researchcrew.memory.accounts import Accounts
 from researchcrew.memory.chat_sessions import ChatSessions
 from researchcrew.runtime import Runtime
@@ -24,6 +25,7 @@ class ServiceState:
     accounts: Accounts
     sessions: ChatSessions
     throttle: Throttle
+    jobs: Jobs  # batch jobs of this process (researchcrew.service.batch)
     questions: set[asyncio.Task[object]] = field(default_factory=set)  # answers being researched right now
 
 

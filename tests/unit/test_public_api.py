@@ -24,6 +24,7 @@ PUBLIC_API = [
     "FilteredContext",
     "FinalResponse",
     "IngestError",
+    "Jobs",
     "KnowledgeBase",
     "KnowledgeBaseError",
     "MemoryInput",
@@ -81,6 +82,9 @@ def test_reexports_are_the_same_objects_as_their_home_modules() -> None:
     from researchcrew.pipeline.retrieve import RetrieverAgent
 
     assert researchcrew.RetrieverAgent is RetrieverAgent
+    from researchcrew.jobs.api import Jobs
+
+    assert researchcrew.Jobs is Jobs
 
 
 def test_unknown_attributes_raise_attribute_error() -> None:
