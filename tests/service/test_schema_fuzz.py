@@ -61,6 +61,8 @@ def test_the_schema_lists_every_route() -> None:
     labels = {operation.label for operation in OPERATIONS}
     assert {"GET /healthz", "GET /readyz", "POST /v1/sessions", "POST /v1/sessions/{session_id}/messages"} <= labels
     assert {"POST /v1/jobs", "POST /v1/jobs/{job}/runs", "GET /v1/runs/{run_id}/results", "POST /kickoff"} <= labels
+    deep_runs = {"GET /v1/deep-runs/{run_id}", "POST /v1/deep-runs/{run_id}/plan", "POST /v1/deep-runs/{run_id}/resume"}
+    assert deep_runs | {"POST /v1/deep-runs/{run_id}/clarification", "POST /v1/deep-runs/{run_id}/cancel"} <= labels
     assert labels >= SEMANTIC_BODIES  # the exceptions name real operations
 
 
