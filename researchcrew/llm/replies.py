@@ -15,6 +15,7 @@ the caller asks again or falls back.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from researchcrew.errors import ResearchCrewError
+from researchcrew.llm.calls import complete
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -148,14 +150,12 @@ def _describe(reply: object) -> str:
     return f"a reply of type {type(reply).__name__}"
 
 
-__all__ = ["MAX_STARTS", "ReplyParseError", "parse_reply"]
-
-
 async def ask_for(llm: Any, messages: list[dict[str, str]], model: type[M], *, timeout_s: float) -> M:
     """One call to ``llm`` (a crewAI ``BaseLLM``) under ``timeout_s``, its reply read into ``model``. Raises what
     the provider raises, ``TimeoutError``, or ``ReplyParseError``: callers fall back to their rule-based path."""
-    import asyncio
-
     async with asyncio.timeout(timeout_s):
-        reply = await llm.acall(messages)
+        reply = await complete(llm, messages)
     return parse_reply(reply, model)
+
+
+__all__ = ["MAX_STARTS", "ReplyParseError", "ask_for", "parse_reply"]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from researchcrew.contracts import ContextChunk
+from researchcrew.llm.calls import complete
 from researchcrew.llm.fence import RULE, block
 from researchcrew.text.terms import QUERY_STOP_WORDS, REPORTING_WORDS, SEARCH_STOP_WORDS, stem
 
@@ -106,7 +107,7 @@ def llm_reformulation(llm: BaseLLM, *, timeout_s: float) -> Reformulator:
         ]
         try:
             async with asyncio.timeout(timeout_s):
-                reply = await llm.acall(messages)
+                reply = await complete(llm, messages)
         except Exception:
             # The outermost guard around a third-party model call: any provider error (HTTP, auth, rate limit,
             # timeout, a bug in a custom LLM) degrades to the deterministic rewrite, never sinks the question.

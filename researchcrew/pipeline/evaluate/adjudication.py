@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from researchcrew.contracts.evaluator import ContradictionRecord
+from researchcrew.llm.calls import complete
 from researchcrew.llm.fence import RULE, block, inline
 from researchcrew.llm.replies import ReplyParseError, parse_reply
 from researchcrew.settings import EvaluationSettings
@@ -96,11 +97,7 @@ def parse_verdict(reply: Any) -> Verdict:
 
 async def _ask(llm: BaseLLM, messages: list[LLMMessage], timeout_s: float) -> Any:
     async with asyncio.timeout(timeout_s):
-        try:
-            return await llm.acall(messages)
-        except NotImplementedError:
-            # A custom BaseLLM that only implements the synchronous call: keep the event loop free.
-            return await asyncio.to_thread(llm.call, messages)
+        return await complete(llm, messages)
 
 
 async def _adjudicate_one(

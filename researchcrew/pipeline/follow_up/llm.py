@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from researchcrew.contracts.query import MAX_QUERY_CHARS
+from researchcrew.llm.calls import complete
 from researchcrew.llm.fence import block
 from researchcrew.memory.records import SessionSummary
 from researchcrew.pipeline.follow_up.base import FollowUpRewriter, Rewrite, unchanged
@@ -79,13 +80,6 @@ def parse_reply(reply: Any, question: str) -> str | None:
     return candidate
 
 
-async def _ask(llm: BaseLLM, messages: list[LLMMessage]) -> Any:
-    try:
-        return await llm.acall(messages)
-    except NotImplementedError:  # a custom BaseLLM with only the blocking call: keep the event loop free
-        return await asyncio.to_thread(llm.call, messages)
-
-
 def llm_rewriter(llm: BaseLLM, *, timeout_s: float) -> FollowUpRewriter:
     """A rewriter that asks ``llm`` (under ``timeout_s``) and falls back to the rule (see the module docstring)."""
 
@@ -96,7 +90,7 @@ def llm_rewriter(llm: BaseLLM, *, timeout_s: float) -> FollowUpRewriter:
             return unchanged(question, "the question does not point back at the conversation")
         try:
             async with asyncio.timeout(timeout_s):
-                reply = await _ask(llm, build_messages(question, summary))
+                reply = await complete(llm, build_messages(question, summary))
         except TimeoutError:
             logger.warning("the follow-up rewrite got no reply within %.1f s; using the rule", timeout_s)
             return rule_rewrite(question, summary)

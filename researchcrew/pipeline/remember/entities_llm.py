@@ -20,6 +20,7 @@ from typing import Any, Protocol, get_args
 
 from pydantic import BaseModel, Field, field_validator
 
+from researchcrew.llm.calls import complete
 from researchcrew.llm.fence import RULE, block
 from researchcrew.llm.replies import ReplyParseError, parse_reply
 from researchcrew.memory.records import EntityMention, EntityRelation
@@ -115,7 +116,7 @@ class LLMEntityExtractor:
         rules = await self.fallback.extract(texts)
         try:
             async with asyncio.timeout(self.timeout_s):
-                raw = await self.llm.acall(self._messages(texts))
+                raw = await complete(self.llm, self._messages(texts))
             answer = parse_answer(raw)
         except TimeoutError:
             logger.warning("entity extraction: the LLM did not answer within %s s; using the rules", self.timeout_s)
