@@ -30,8 +30,9 @@ from researchcrew.service.app import create_app
 from researchcrew.settings import ArxivSettings, EmbeddingSettings, RetrievalSettings, ServiceSettings
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings
+from tests.helpers.services import service_unavailable
 from tests.loopback.server import LoopbackServer, Reply, Request
-from tests.service.support import LiveServer, live_server, require_service
+from tests.service.support import LiveServer, live_server
 
 pytestmark = pytest.mark.slow
 
@@ -77,9 +78,9 @@ def chromium_path() -> Path:
     try:
         import playwright  # noqa: F401
     except ImportError:
-        require_service("the playwright package is not installed (pip install playwright; it is a dev dependency)")
+        service_unavailable("the playwright package is not installed (pip install playwright; it is a dev dependency)")
     if not CHROMIUM.exists():
-        require_service(f"{CHROMIUM} is missing (apt-get install chromium; scripts/setup.sh installs it)")
+        service_unavailable(f"{CHROMIUM} is missing (apt-get install chromium; scripts/setup.sh installs it)")
     return CHROMIUM
 
 

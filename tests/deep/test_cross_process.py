@@ -7,7 +7,6 @@ import asyncio
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,23 +19,15 @@ from researchcrew.runtime import open_runtime
 from researchcrew.settings import Settings
 from tests.conftest import PROJECT_ROOT
 from tests.deep.corpus import CorpusTool
-from tests.helpers.services import service_unavailable
-from tests.memory_store.conftest import PG_ADMIN_DB, PG_HOST, PG_PORT, _pg_admin
+from tests.helpers.services import fresh_postgres_database
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    name = f"rc_deeptest_{uuid.uuid4().hex[:12]}"
-    try:
-        user = asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    except ConnectionError as error:
-        service_unavailable(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
-    try:
-        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_postgres_database("rc_deeptest") as url:
+        yield url
 
 
 async def test_another_process_decides_and_finishes_a_paused_run(postgres_url: str, tmp_path: Path) -> None:

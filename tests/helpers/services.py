@@ -1,19 +1,78 @@
-"""What a test does when a server it needs (PostgreSQL, Redis) is not running.
+"""The servers some tests need (PostgreSQL, Redis), and what a test does when one is not running.
 
 On a developer's machine it skips, with the reason. Under ``CI=true`` it fails: CI runs on a machine that has these
 servers, and a silently skipped test there would be a green lie.
+
+    with fresh_postgres_database("rc_jobtest") as url:   # postgresql+asyncpg://...; dropped afterwards
+        ...
+    url = reachable_redis()                              # redis://127.0.0.1:6379/0, or skip/fail saying why
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NoReturn
 
 import pytest
 
+PG_HOST, PG_PORT, PG_ADMIN_DB = "127.0.0.1", 5432, "test"
+PG_USERS = ("postgres", "root")  # whichever this machine's server trusts
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
 
 def service_unavailable(reason: str) -> NoReturn:
-    """Skip (locally) or fail (under CI=true) the current test because a server it needs is down."""
+    """Skip (locally) or fail (under CI=true) the current test because something it needs is absent."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason} — CI=true, so this is a failure, not a skip", pytrace=False)
     pytest.skip(reason)
+
+
+async def pg_admin(statement: str) -> str:
+    """Run one statement in the admin database as the first user the server accepts; returns that user."""
+    import asyncpg
+
+    errors: list[str] = []
+    for user in PG_USERS:
+        try:
+            connection = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user=user, database=PG_ADMIN_DB, timeout=3)
+        except (OSError, asyncpg.PostgresError) as error:
+            errors.append(f"{user}: {type(error).__name__}: {error}")
+            continue
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+        return user
+    raise ConnectionError("; ".join(errors))
+
+
+@contextmanager
+def fresh_postgres_database(prefix: str) -> Iterator[str]:
+    """A new, empty PostgreSQL database for one test (its SQLAlchemy URL), dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    try:
+        user = asyncio.run(pg_admin(f'CREATE DATABASE "{name}"'))
+    except ConnectionError as error:
+        service_unavailable(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
+    try:
+        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        asyncio.run(pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def reachable_redis(url: str = REDIS_URL) -> str:
+    """``url``, once Redis answers a ping there."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+    try:
+        client.ping()
+    except (redis.RedisError, OSError) as error:
+        service_unavailable(f"Redis is not available at {url}: {error}")
+    finally:
+        client.close()
+    return url

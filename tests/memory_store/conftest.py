@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,29 +20,9 @@ from researchcrew.contracts.synthesizer import Citation, FinalResponse
 from researchcrew.embedding.embedder import Embedder, get_embedder
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import EmbeddingSettings
-from tests.helpers.services import service_unavailable
+from tests.helpers.services import fresh_postgres_database, pg_admin
 
-PG_HOST, PG_PORT, PG_ADMIN_DB = "127.0.0.1", 5432, "test"
-PG_USERS = ("postgres", "root")  # whichever this machine's server trusts
-
-
-async def _pg_admin(statement: str) -> str:
-    """Run one statement in the admin database as the first user the server accepts; returns that user."""
-    import asyncpg
-
-    errors: list[str] = []
-    for user in PG_USERS:
-        try:
-            connection = await asyncpg.connect(host=PG_HOST, port=PG_PORT, user=user, database=PG_ADMIN_DB, timeout=3)
-        except (OSError, asyncpg.PostgresError) as error:
-            errors.append(f"{user}: {type(error).__name__}: {error}")
-            continue
-        try:
-            await connection.execute(statement)
-        finally:
-            await connection.close()
-        return user
-    raise ConnectionError("; ".join(errors))
+_pg_admin = pg_admin  # the name the memory-store tests use
 
 
 @dataclass
@@ -71,15 +49,8 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
         path = tmp_path / "store" / "memory.db"
         yield Database(url=f"sqlite+aiosqlite:///{path}", backend="sqlite", path=path)
         return
-    name = f"rc_memtest_{uuid.uuid4().hex[:12]}"
-    try:
-        user = asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    except ConnectionError as error:
-        service_unavailable(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
-    try:
-        yield Database(url=f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}", backend="postgresql")
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_postgres_database("rc_memtest") as url:
+        yield Database(url=url, backend="postgresql")
 
 
 @pytest.fixture(scope="session")

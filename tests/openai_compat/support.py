@@ -4,7 +4,6 @@ and uvicorn serving it on a loopback port in a thread (for a real browser)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import Any
 
 import httpx
 import openai
-import pytest
 
 from researchcrew.settings import ServiceSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk
@@ -25,13 +23,6 @@ EVIDENCE = (
     "Metamorphic testing checks relations between the outputs of related inputs. "
     "It addresses the oracle problem when expected outputs are unknown."
 )
-
-
-def require_service(reason: str) -> None:
-    """Something a test needs is absent: fail under CI (CI=true), skip with the reason elsewhere."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI needs this: {reason}")
-    pytest.skip(reason)
 
 
 def service_settings(data_dir: Path, **service: Any) -> Settings:

@@ -5,7 +5,6 @@ a test needing Redis or PostgreSQL fails under CI instead of skipping."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-import pytest
 import uvicorn
 from fastapi import FastAPI
 
@@ -23,8 +21,8 @@ from researchcrew.service.app import create_app
 from researchcrew.settings import ServiceSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk
 from researchcrew.tools.base import Tool
+from tests.helpers.services import reachable_redis
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 QUESTION = "What is metamorphic testing?"
 EVIDENCE = (
     "Metamorphic testing checks relations between the outputs of related inputs. "
@@ -32,24 +30,9 @@ EVIDENCE = (
 )
 
 
-def require_service(reason: str) -> None:
-    """A needed server is absent: fail under CI (CI=true), skip with the reason elsewhere."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"CI needs this service: {reason}")
-    pytest.skip(reason)
-
-
 def redis_url() -> str:
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except (redis.RedisError, OSError) as error:
-        require_service(f"Redis is not available at {REDIS_URL}: {error}")
-    finally:
-        client.close()
-    return REDIS_URL
+    """Redis on this machine (skip, or fail under CI, when it is not running)."""
+    return reachable_redis()
 
 
 def service_settings(data_dir: Path, **service: Any) -> Settings:

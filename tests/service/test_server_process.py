@@ -22,10 +22,11 @@ import pytest
 
 from researchcrew.memory.store import MemoryStore
 from tests.e2e.support import MODEL_CACHE_DIR
+from tests.helpers.services import fresh_postgres_database
 from tests.loopback.arxiv import ArxivFake
 from tests.loopback.server import LoopbackServer, Reply, Request
 from tests.service.processes import child_environment, cli, serve
-from tests.service.support import redis_url, require_service
+from tests.service.support import redis_url
 
 pytestmark = pytest.mark.slow
 
@@ -117,17 +118,8 @@ def test_sigterm_lets_a_running_answer_finish_and_keeps_its_memory(
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    from tests.memory_store.conftest import PG_ADMIN_DB, PG_HOST, PG_PORT, _pg_admin
-
-    name = f"rc_servetest_{uuid.uuid4().hex[:12]}"
-    try:
-        user = asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    except ConnectionError as error:
-        require_service(f"PostgreSQL is not available at {PG_HOST}:{PG_PORT} (database {PG_ADMIN_DB!r}): {error}")
-    try:
-        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_postgres_database("rc_servetest") as url:
+        yield url
 
 
 @pytest.mark.postgres
