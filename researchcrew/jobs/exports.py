@@ -221,7 +221,7 @@ def _changes_section(
 def _answer_section(result: QuestionResult) -> list[str]:
     lines = [f"### {result.index + 1}. {_inline(result.question)}", ""]
     if result.carried:
-        lines += [", ".join(f"{key}: {_inline(value)}" for key, value in result.carried.items()), ""]
+        lines += [", ".join(f"{_inline(key)}: {_inline(value)}" for key, value in result.carried.items()), ""]
     response = result.response
     if result.status in ("failed", "cancelled", "pending", "running") and (response is None or result.failure):
         reason = result.failure.message if result.failure else result.status

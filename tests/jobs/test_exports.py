@@ -263,3 +263,10 @@ def test_a_markdown_source_link_cannot_be_broken_out_of() -> None:
     report = to_markdown(_run(), [result])
     [line] = [line for line in report.splitlines() if line.startswith("- [1] ")]
     assert line == ("- [1] [Real title\\](https://evil.example) \\[more](https://example.org/a%20page%29%28x%22y)")
+
+
+def test_carried_column_names_and_values_are_text_in_the_report() -> None:
+    result = _result(carried={"<script>x</script>\nteam": "[qa](https://evil.example)"})
+    report = to_markdown(_run(), [result])
+    [line] = [line for line in report.splitlines() if "team" in line]
+    assert line == "\\<script\\>x\\</script\\> team: \\[qa\\](https://evil.example)"
