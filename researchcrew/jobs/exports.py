@@ -1,29 +1,45 @@
 """A run's results as CSV, JSONL or a Markdown report (with what is new since the previous run).
 
 * CSV: one row per question — the question, the carried columns, status, answer, confidence, citation count,
-  sources used and failed, the failure reason, and the first three citations' titles and links. Cells that a
-  spreadsheet would run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return) get a
-  leading apostrophe: the answers quote web pages, which nobody should be able to turn into a formula.
-* JSONL: one ``QuestionResult`` per line, with the full ``FinalResponse``.
+  sources used and failed, the failure reason, and the first three citations' titles and links. The answers quote
+  web pages and the carried columns (names and values) come from whoever wrote the question file, so no cell —
+  header included — may reach a spreadsheet as a formula or as more than one cell (OWASP, "CSV Injection"):
+  every cell is quoted (a quoted cell can hold ``\\r``, ``\\n``, quotes and commas and stays one cell), and a cell
+  that starts, after any leading blanks and invisible characters, with ``=``, ``+``, ``-``, ``@``, tab or carriage
+  return — judged on its NFKC form, so full-width ``＝＋－＠`` and the other look-alikes that spreadsheets fold
+  count too — gets a leading apostrophe. A plain decimal number (``-3``, ``-0.25``) is left as it is: it is no
+  formula, and stays a number.
+* JSONL: one ``QuestionResult`` per line, with the full ``FinalResponse``. The line separators JSON leaves raw
+  inside strings (U+0085, U+2028, U+2029) are written escaped, so splitting the text into lines by any rule
+  gives one record per line.
 * Markdown: a summary table, **what is new since the previous run** (sources cited now that were not cited for the
   same question then, answers whose confidence level changed, questions new to this run), then each answer with
-  its sources.
+  its sources. Questions, titles and carried values are text, not Markdown: whitespace is collapsed to one line,
+  the characters that would start a link, an HTML tag or a code span are escaped (and ``|`` in table cells), and
+  link targets are percent-encoded where they would end the link early. The answers themselves are Markdown.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import quote
 
 from researchcrew.contracts.synthesizer import Citation
 from researchcrew.jobs.contracts import QuestionResult, RunInfo
 
 ExportFormat = Literal["csv", "jsonl", "md"]
 CSV_CITATIONS = 3
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What a spreadsheet may read as the start of a formula (OWASP's list)."""
+_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`\[\]<>])")  # what starts a link, an image, an HTML tag or a code span
+_TARGET_UNSAFE = frozenset("()<>[]\\\"'`")  # what ends a Markdown link target early
 
 
 def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
@@ -31,9 +47,7 @@ def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
     header += ["sources_used", "sources_failed", "failure"]
     for number in range(1, CSV_CITATIONS + 1):
         header += [f"citation_{number}_title", f"citation_{number}_url"]
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
+    rows: list[list[object]] = []
     for result in results:
         response = result.response
         row: list[object] = [result.index, result.question]
@@ -52,12 +66,50 @@ def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
         for number in range(CSV_CITATIONS):
             citation = citations[number] if number < len(citations) else None
             row += [citation.title or "" if citation else "", _link(citation) if citation else ""]
-        writer.writerow([_safe_cell(value) for value in row])
+        rows.append(row)
+    return csv_table(header, rows)
+
+
+def csv_table(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
+    """A CSV text that a spreadsheet opens as exactly these cells and runs none of them: every cell quoted, every
+    cell (header too) passed through ``safe_cell``; lines end with ``\\n``."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
+    writer.writerow([safe_cell(value) for value in header])
+    writer.writerows([safe_cell(value) for value in row] for row in rows)
     return out.getvalue()
 
 
+def safe_cell(value: object) -> str:
+    """The cell's text, with an apostrophe in front when a spreadsheet could read it as a formula."""
+    text = "" if value is None else str(value)
+    return "'" + text if starts_like_formula(text) else text
+
+
+def starts_like_formula(text: str) -> bool:
+    """Whether ``text`` starts with tab or CR, or, once NFKC-folded and past leading whitespace and invisible
+    (control and format) characters, with ``= + - @``. A plain decimal number is not a formula."""
+    if text.startswith(("\t", "\r")):
+        return True
+    if _PLAIN_NUMBER.fullmatch(text):
+        return False
+    folded = unicodedata.normalize("NFKC", text)
+    start = next((char for char in folded if not _blank(char)), "")
+    return start in FORMULA_START
+
+
+def _blank(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf")
+
+
 def to_jsonl(results: Sequence[QuestionResult]) -> str:
-    return "".join(result.model_dump_json() + "\n" for result in results)
+    return "".join(_one_line_json(result.model_dump_json()) + "\n" for result in results)
+
+
+def _one_line_json(text: str) -> str:
+    # JSON escapes the C0 controls but may leave NEL, LINE and PARAGRAPH SEPARATOR raw (inside strings only, so
+    # their \u escapes mean the same); str.splitlines and some JSONL readers would cut a record there.
+    return text.replace("\x85", "\\u0085").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 @dataclass
@@ -169,7 +221,7 @@ def _changes_section(
 def _answer_section(result: QuestionResult) -> list[str]:
     lines = [f"### {result.index + 1}. {_inline(result.question)}", ""]
     if result.carried:
-        lines += [", ".join(f"{key}: {_inline(value)}" for key, value in result.carried.items()), ""]
+        lines += [", ".join(f"{_inline(key)}: {_inline(value)}" for key, value in result.carried.items()), ""]
     response = result.response
     if result.status in ("failed", "cancelled", "pending", "running") and (response is None or result.failure):
         reason = result.failure.message if result.failure else result.status
@@ -187,7 +239,14 @@ def _answer_section(result: QuestionResult) -> list[str]:
 def _citation_line(citation: Citation) -> str:
     title = _inline(citation.title or citation.source_id or citation.chunk_id)
     link = _link(citation)
-    return f"[{title}]({link})" if link.startswith(("http://", "https://")) else f"{title} ({citation.source_type})"
+    if link.startswith(("http://", "https://")):
+        return f"[{title}]({_link_target(link)})"
+    return f"{title} ({citation.source_type})"
+
+
+def _link_target(link: str) -> str:
+    """The link with whatever would end a Markdown link target early (blanks, brackets, quotes) percent-encoded."""
+    return "".join(quote(char, safe="") if char in _TARGET_UNSAFE or _blank(char) else char for char in link)
 
 
 def _link(citation: Citation) -> str:
@@ -203,14 +262,10 @@ def _identity(result: QuestionResult) -> tuple[str, tuple[tuple[str, str], ...]]
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text for a Markdown table cell: one line, escaped, ``|`` included."""
+    return _inline(text).replace("|", "\\|")
 
 
 def _inline(text: object) -> str:
-    return " ".join(str(text).split())
-
-
-def _safe_cell(value: object) -> object:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    """Text on one Markdown line, shown as written: no link, image, HTML tag or code span can start in it."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
