@@ -137,7 +137,22 @@ class RerankSettings(_Group):
     candidates: int = Field(default=50, ge=1, le=1000, description="How many fused candidates are reranked.")
 
 
-class FirecrawlSettings(_Group):
+class _SourceTimeout(_Group):
+    """A source whose one timeout defaults to ``retrieval.timeout_per_source_s`` (see ``Settings``)."""
+
+    timeout_s: float | None
+
+    @property
+    def effective_timeout_s(self) -> float:
+        """This source's timeout: its own setting, else the retrieval default. A whole ``Settings`` fills
+        ``timeout_s`` from ``retrieval.timeout_per_source_s``; a group built alone falls back to that field's
+        default."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return float(RetrievalSettings.model_fields["timeout_per_source_s"].default)
+
+
+class FirecrawlSettings(_SourceTimeout):
     api_key: SecretStr | None = Field(
         default=None, description="Firecrawl API key; also read from FIRECRAWL_API_KEY. None: web search is off."
     )
@@ -151,11 +166,12 @@ class FirecrawlSettings(_Group):
     max_content_chars: int = Field(
         default=6000, ge=200, le=200_000, description="Page markdown longer than this is cut for one chunk."
     )
-    timeout_s: float = Field(
-        default=7.0,
+    timeout_s: float | None = Field(
+        default=None,
         gt=0,
         le=300,
-        description="Timeout for one Firecrawl HTTP request, in seconds; also sent as the server-side search timeout.",
+        description="The web source's one timeout, in seconds: it bounds a whole search, its HTTP request, and is "
+        "sent as Firecrawl's server-side budget. None: `retrieval.timeout_per_source_s`.",
     )
     max_concurrent: int | None = Field(
         default=None,
@@ -174,7 +190,7 @@ class FirecrawlSettings(_Group):
     )
 
 
-class ArxivSettings(_Group):
+class ArxivSettings(_SourceTimeout):
     api_url: str = Field(
         default="https://export.arxiv.org/api/query",
         description="arXiv API query URL. Overridable so tests can point the `arxiv` package at loopback.",
@@ -188,7 +204,13 @@ class ArxivSettings(_Group):
     cache_ttl_s: float = Field(default=3600.0, ge=0, description="How long identical queries are answered from cache.")
     cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
     num_retries: int = Field(default=1, ge=0, le=5, description="Retries the `arxiv` client makes on a failed page.")
-    timeout_s: float = Field(default=7.0, gt=0, le=120, description="Timeout for one arXiv HTTP request, in seconds.")
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=120,
+        description="The arXiv source's one timeout, in seconds: it bounds a whole search and each of its HTTP "
+        "requests. None: `retrieval.timeout_per_source_s`.",
+    )
     max_response_mb: float = Field(
         default=32.0,
         gt=0,
@@ -730,6 +752,18 @@ class Settings(BaseSettings):
         if not names:
             raise ValueError(f"no source is enabled; name at least one of {', '.join(BUILTIN_SOURCE_TYPES)} (e.g. rag)")
         return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _one_timeout_per_source(self) -> Settings:
+        """Every source has one timeout: its own group's ``timeout_s`` when set, else
+        ``retrieval.timeout_per_source_s`` (the Knowledge base and memory have only the latter)."""
+        for name in ("firecrawl", "arxiv"):
+            group = getattr(self, name)
+            if group.timeout_s is None:
+                object.__setattr__(
+                    self, name, group.model_copy(update={"timeout_s": self.retrieval.timeout_per_source_s})
+                )
+        return self
 
     @field_validator("data_dir")
     @classmethod

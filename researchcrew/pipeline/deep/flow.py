@@ -220,7 +220,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 session_id=request.session_id,
                 preferred_sources=request.preferred_sources,
                 exclude_sources=request.exclude_sources,
-                timeout_per_source=max(0.05, min(stages.timeout_per_source_s, self.budget.remaining_s() / 2)),
+                time_limit_s=max(0.05, self.budget.remaining_s() / 2),
                 num_results=self._run.settings.deep.probe_results,
                 tool_options=request.tool_options,
             )
