@@ -203,9 +203,14 @@ class RetrieverAgent:
 
     @staticmethod
     def _checked(result: object, tool: Tool) -> list[ContextChunk]:
-        """A tool's answer must be a ToolResult of valid chunks; anything else is a ``bad_response``."""
+        """A tool's answer must be a ToolResult of valid chunks; anything else is a ``bad_response``.
+
+        ``Tool.search`` has validated the chunks already (once is enough); only a tool that overrides ``search``
+        has its chunks checked here."""
         if not isinstance(result, ToolResult):
             raise ToolError("bad_response", f"{tool.name} returned {type(result).__name__}, not a ToolResult")
+        if type(tool).search is Tool.search:
+            return list(result.chunks)
         return validate_chunks(result.chunks, tool)
 
     async def _cancel(self, tasks: Iterable[asyncio.Task[_Outcome]]) -> None:
