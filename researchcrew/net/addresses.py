@@ -48,13 +48,13 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052 well-known prefix: the
 _NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215 local-use NAT64: translates to anything
 _COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated IPv4-compatible IPv6 (::a.b.c.d)
 _SHARED = ipaddress.ip_network("100.64.0.0/10")  # RFC 6598 carrier-grade NAT
-_IPV4_PART = re.compile(r"^(0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*)$")
+_IPV4_PART = re.compile(r"^(0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$")
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
 
 def _ipv4_part(part: str) -> int:
     if part.startswith("0x"):
-        return int(part[2:] or "0", 16)
+        return int(part[2:], 16)
     return int(part, 8) if part.startswith("0") else int(part)
 
 
@@ -118,6 +118,8 @@ def refusal(address: IPAddress) -> str | None:
         inner = embedded_ipv4(address)
         if inner is not None and (reason := refusal(inner)) is not None:
             return f"{reason} inside an IPv6 address"
+        if address.ipv4_mapped is not None:  # ::ffff:a.b.c.d is a.b.c.d (a dual-stack socket connects there)
+            return None
         if address in _NAT64_LOCAL:
             return "a local-use NAT64 address"
     checks: tuple[tuple[bool, str], ...] = (
