@@ -101,7 +101,7 @@ async def test_a_job_stored_before_the_policy_is_refused_at_delivery(tmp_path: P
             spec = JobSpec(
                 name="legacy",
                 questions=[JobQuestion(question="What is a flaky test?")],
-                webhook_url=f"{server.url}/hook",  # type: ignore[arg-type]  # pydantic parses the URL
+                webhook_url=f"{server.url}/hook",  # pydantic parses the URL
             )
             await (await jobs.store()).create_job("ada", spec)
             run = await jobs.status("ada", (await jobs.run("ada", "legacy")).id)
@@ -149,3 +149,33 @@ async def test_every_failure_to_deliver_reads_the_same(tmp_path: Path, failure: 
         async with _finished_run(settings) as (store, run):
             delivered = await _deliver(store, run, url, settings, policy)
     assert (delivered.webhook_state, delivered.webhook_error) == ("failed", FAILED)
+
+
+@pytest.mark.parametrize("allow", [[], ["127.0.0.1"]])
+async def test_a_worker_delivers_under_the_same_policy(tmp_path: Path, allow: list[str]) -> None:
+    """The Redis worker's ``deliver_webhook`` task (called here with its worker resources, no Redis needed) reads
+    the policy from the same settings as the in-process path."""
+    from types import SimpleNamespace
+
+    from researchcrew.jobs.queue import STATE_KEY, WorkerResources, deliver_webhook
+
+    settings = _settings(tmp_path, allow=allow)
+    with LoopbackServer(lambda request: OK) as server:
+        async with open_runtime(settings, tools=[_tool()], remember=False) as runtime:
+            jobs = Jobs(runtime)
+            store = await jobs.store()
+            spec = JobSpec(
+                name="queued",
+                questions=[JobQuestion(question="What is a flaky test?")],
+                webhook_url=f"{server.url}/hook",  # pydantic parses the URL
+            )
+            await store.create_job("ada", spec)
+            run = await jobs.run("ada", "queued")  # delivered (or refused) in process; the worker sends it again
+            await store.set_webhook_state(run.id, "pending", 0, None)
+            resources = WorkerResources(settings, runtime, store, await jobs.executor())
+            context = SimpleNamespace(state=SimpleNamespace(**{STATE_KEY: resources}))
+            delivered = await deliver_webhook(run.id, context=context)  # type: ignore[arg-type]
+            after = await store.get_run(run.id)
+    assert delivered is bool(allow)
+    assert after.webhook_error == (None if allow else REFUSED)
+    assert len(server.requests) == (2 if allow else 0)

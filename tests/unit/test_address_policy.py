@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 from pydantic import ValidationError
@@ -177,7 +177,7 @@ def test_the_setting_reads_comma_separated_or_json_lists_and_refuses_nonsense(
         WebhooksSettings(allow=["10.0.0.0/33"])
 
 
-def _resolver(answers: dict[str, Sequence[str]]) -> Resolver:
+def _resolver(answers: Mapping[str, Sequence[str]]) -> Resolver:
     async def resolve(host: str, port: int) -> Sequence[str]:
         if host not in answers:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
