@@ -9,6 +9,7 @@ import socket
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -179,3 +180,102 @@ async def test_a_worker_delivers_under_the_same_policy(tmp_path: Path, allow: li
     assert delivered is bool(allow)
     assert after.webhook_error == (None if allow else REFUSED)
     assert len(server.requests) == (2 if allow else 0)
+
+
+def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """A throwaway CA and a server certificate for ``name`` signed by it: (ca.pem, cert.pem, key.pem)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name, signer: Any, ca: bool) -> Any:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(issuer)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(subject)]), critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test CA")])
+    ca_cert = certificate("test CA", ca_key, ca_name, ca_key, ca=True)
+    leaf = certificate(name, leaf_key, ca_name, ca_key, ca=False)
+    paths = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    paths[0].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return paths
+
+
+@pytest.mark.parametrize("certified", ["hooks.example.test", "other.example.test"])
+async def test_https_to_a_pinned_address_checks_the_certificate_against_the_name(
+    tmp_path: Path, certified: str
+) -> None:
+    """The connection goes to the vetted IP, but TLS is the name's: SNI says the name and the certificate must be
+    the name's (a certificate for another name fails, as it would without pinning)."""
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    ca, cert, key = _certificates(tmp_path, certified)
+    seen: dict[str, Any] = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            seen["host"] = self.headers["Host"]
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert, key)
+
+    def remember_sni(sock: ssl.SSLObject, name: str | None, context: ssl.SSLContext) -> None:
+        seen["sni"] = name
+
+    server_context.sni_callback = remember_sni
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.socket = server_context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        settings = _settings(tmp_path)
+        port = httpd.server_address[1]
+        policy = AddressPolicy(["hooks.example.test"], resolver=_resolver({"hooks.example.test": ["127.0.0.1"]}))
+        transport = httpx.AsyncHTTPTransport(verify=ssl.create_default_context(cafile=str(ca)))
+        async with _finished_run(settings) as (store, run):
+            url = f"https://hooks.example.test:{port}/tls"
+            await deliver(run, url=url, secret="s3cret-s3cret", store=store, settings=settings.jobs, policy=policy,
+                          transport=transport)  # fmt: skip
+            after = await store.get_run(run.id)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+    assert seen.get("sni") == "hooks.example.test"
+    if certified == "hooks.example.test":
+        assert (after.webhook_state, after.webhook_error) == ("delivered", None)
+        assert seen["host"] == f"hooks.example.test:{port}"
+    else:
+        assert (after.webhook_state, after.webhook_error) == ("failed", FAILED)
