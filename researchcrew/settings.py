@@ -464,6 +464,43 @@ class JobsSettings(_Group):
     )
 
 
+class WebhooksSettings(_Group):
+    """Where the service may POST webhooks (jobs' `webhook_url`, kickoff's `crewWebhookUrl`). By default only to
+    public internet addresses: a URL naming this machine, a private network, a link-local or metadata address (in
+    any spelling, or through DNS) is refused when the job is created and again, after resolving it, at delivery."""
+
+    allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Private destinations this deployment wants webhooks to reach: networks (`10.0.0.0/8`, "
+        "`fd00::/8`, `10.1.2.3`) admit addresses, host names (`hooks.internal`; `*.corp.example` for its "
+        "subdomains) admit a host whatever it resolves to. In the environment a comma-separated list "
+        "(`10.0.0.0/8,hooks.internal`) or a JSON list. `0.0.0.0/0,::/0` turns the policy off (development only).",
+    )
+    resolve_timeout_s: float = Field(
+        default=5.0, gt=0, le=60, description="Timeout for resolving a webhook's host name at delivery."
+    )
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _parse_allow(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"not a JSON list ({error.msg}); write e.g. 10.0.0.0/8,hooks.internal") from None
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("allow")
+    @classmethod
+    def _allow_entries_parse(cls, value: list[str]) -> list[str]:
+        from researchcrew.net.addresses import parse_allow_entry
+
+        return [str(parse_allow_entry(entry)) for entry in value]
+
+
 class ConfidenceSettings(_Group):
     """How sure an answer is, and when not to answer (seed 001's confidence bands; issue 13).
 
@@ -709,6 +746,9 @@ class Settings(BaseSettings):
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
     redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis: job queue and shared limits.")
     jobs: JobsSettings = Field(default_factory=JobsSettings, description="Scheduled batch research jobs.")
+    webhooks: WebhooksSettings = Field(
+        default_factory=WebhooksSettings, description="Where webhooks may go (public addresses, unless allowed)."
+    )
     follow_up: FollowUpSettings = Field(
         default_factory=FollowUpSettings, description="Follow-up questions rewritten to stand alone."
     )

@@ -88,12 +88,19 @@ class Jobs:
         """A run this process finished: send its webhook (in process, with retries)."""
         if run.webhook_state != "pending":
             return
-        from researchcrew.jobs.webhooks import deliver
+        from researchcrew.jobs.webhooks import deliver, webhook_policy
 
         store = await self.store()
         job = await store.job_by_id(run.job_id)
         if job is not None and job.webhook_url and job.webhook_secret:
-            await deliver(run, url=job.webhook_url, secret=job.webhook_secret, store=store, settings=self.settings.jobs)
+            await deliver(
+                run,
+                url=job.webhook_url,
+                secret=job.webhook_secret,
+                store=store,
+                settings=self.settings.jobs,
+                policy=webhook_policy(self.settings),
+            )
 
     async def _queue(self) -> AsyncBroker:
         """The started Redis broker for sending work (its start declares the consumer group, so messages sent
@@ -146,7 +153,20 @@ class Jobs:
             )
         except ValidationError as error:
             raise JobInputError(_problems(error)) from None
+        if spec.webhook_url is not None:
+            self._check_webhook(str(spec.webhook_url))
         return await (await self.store()).create_job(user_id, spec)
+
+    def _check_webhook(self, url: str) -> None:
+        """The static half of the webhook address policy (scheme, user-info, local names, non-public addresses in
+        any spelling); delivery resolves the host and checks again."""
+        from researchcrew.jobs.webhooks import webhook_policy
+        from researchcrew.net.address_policy import AddressRefused
+
+        try:
+            webhook_policy(self.settings).check_url(url)
+        except AddressRefused as refused:
+            raise JobInputError(f"webhook_url: {refused}") from None
 
     def _questions(
         self, questions: Path | str | Sequence[str] | Sequence[JobQuestion] | LoadedQuestions

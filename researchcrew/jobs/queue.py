@@ -162,7 +162,7 @@ async def deliver_webhook(
     context: Context = TaskiqDepends(),  # noqa: B008
 ) -> bool:
     """POST a finished run to its job's webhook (retried with backoff inside; redelivered if this worker dies)."""
-    from researchcrew.jobs.webhooks import deliver
+    from researchcrew.jobs.webhooks import deliver, webhook_policy
 
     resources = _resources(context)
     run = await resources.store.get_run(run_id)
@@ -170,7 +170,12 @@ async def deliver_webhook(
     if job is None or not job.webhook_url or not job.webhook_secret or run.webhook_state != "pending":
         return False
     return await deliver(
-        run, url=job.webhook_url, secret=job.webhook_secret, store=resources.store, settings=resources.settings.jobs
+        run,
+        url=job.webhook_url,
+        secret=job.webhook_secret,
+        store=resources.store,
+        settings=resources.settings.jobs,
+        policy=webhook_policy(resources.settings),
     )
 
 
