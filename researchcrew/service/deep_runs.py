@@ -26,6 +26,7 @@ from pydantic import Field
 
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun
 from researchcrew.contracts.request import ResearchRequest
+from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import (
     DeepResearchError,
     DeepRunExpiredError,
@@ -34,7 +35,6 @@ from researchcrew.errors import (
     PlanDecisionError,
     ResearchCrewError,
 )
-from researchcrew.pipeline.deep.runner import DeepResearch
 from researchcrew.service.problems import ApiProblem, problem_body
 from researchcrew.service.questions import MessageRequest, service_problem, sse, track
 from researchcrew.service.state import ServiceState

@@ -42,9 +42,9 @@ import requests
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
+from researchcrew.net.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 from researchcrew.settings import ArxivSettings
 from researchcrew.tools.base import Tool, rank_relevance
-from researchcrew.tools.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 
 if TYPE_CHECKING:
     from researchcrew.tools.limits import SharedPacer

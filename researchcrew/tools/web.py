@@ -30,9 +30,9 @@ import httpx
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
+from researchcrew.net.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 from researchcrew.settings import FirecrawlSettings
 from researchcrew.tools.base import Tool, rank_relevance
-from researchcrew.tools.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 
 if TYPE_CHECKING:
     from firecrawl import AsyncFirecrawl

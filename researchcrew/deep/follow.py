@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.deep import FollowedReference, ReferenceOutcome
 from researchcrew.contracts.retriever import RetrieverInput, RetrieverOutput
-from researchcrew.pipeline.deep.references import (
+from researchcrew.deep.references import (
     DetectedReference,
     detect_references,
     entry_target,
