@@ -112,3 +112,35 @@ def test_worker_and_scheduler_with_the_memory_database_down_say_so(tmp_path: Pat
         command, tmp_path, {REDIS_SETTING: redis_url, MEMORY_SETTING: url, "RESEARCHCREW_JOBS__STARTUP_TIMEOUT_S": "0"}
     )
     _assert_one_clear_failure(completed, MEMORY_SETTING, masked, max_lines=1)
+
+
+async def test_a_failure_in_the_lifespan_itself_is_one_line_too(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the check before uvicorn cannot see (a `--workers` process, a database gone in between) still ends in
+    one line: the app as `serve` hands it to uvicorn, its memory database unreachable when the lifespan opens it."""
+    import uvicorn
+
+    from researchcrew.runtime import open_runtime
+    from researchcrew.service.app import create_app
+    from researchcrew.service.server import BriefStartupFailure
+    from researchcrew.settings import MemorySettings, Settings
+    from tests.service.support import default_tools
+
+    url, masked = _unreachable_postgres()
+    settings = Settings(data_dir=tmp_path, memory=MemorySettings(database_url=url, connect_timeout_s=5))
+    runtime = open_runtime(settings, tools=default_tools())
+    app = BriefStartupFailure(create_app(settings, runtime=runtime))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_config=None))
+    try:
+        with pytest.raises(SystemExit):  # uvicorn ends the process on a failed start-up (exit code 3)
+            await server.serve()
+    finally:
+        await runtime.aclose()
+    assert not server.started
+    reported = [record for record in caplog.records if record.name == "uvicorn.error" and record.levelname == "ERROR"]
+    text = "\n".join(record.getMessage() for record in reported)
+    assert "Traceback" not in text and PASSWORD not in text
+    first = reported[0].getMessage()
+    assert "\n" not in first and masked in first and "cannot start" in first, text
+    assert len(reported) == 2, text  # that line, then uvicorn's "Application startup failed. Exiting."
