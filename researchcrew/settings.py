@@ -451,6 +451,14 @@ class JobsSettings(_Group):
         description="Whether `researchcrew serve` fires job schedules itself and runs them in its process. None: "
         "yes unless `redis.url` is set (a deployment with Redis runs `researchcrew scheduler` and workers instead).",
     )
+    startup_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long `researchcrew worker` and `researchcrew scheduler` keep trying to reach Redis and the "
+        "memory database at start-up (exponential backoff, one line per failed attempt) before they give up and "
+        "exit with code 1. 0: one attempt.",
+    )
     webhook_timeout_s: float = Field(default=10.0, gt=0, le=120, description="Timeout for one webhook POST.")
     webhook_attempts: int = Field(
         default=5, ge=1, le=20, description="Tries per finished-run webhook (backoff with jitter in between)."

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import aclosing
 from typing import Any, TypeVar
 
-import anyio
 from fastapi import Request
 from pydantic import Field
 
@@ -30,6 +30,7 @@ from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ResearchCrewError
 from researchcrew.service.problems import ApiProblem, problem_body
 from researchcrew.service.state import ServiceState
+from researchcrew.service.streaming import cancel_and_wait, pump, sse
 from researchcrew.service.throttle import QuestionSlot
 
 logger = logging.getLogger(__name__)
@@ -106,12 +107,9 @@ async def answer_unless_disconnected(
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        watcher.cancel()
         if not task.done():
-            task.cancel()
             logger.info("client disconnected; cancelled the question of user %s", research.user_id)
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait({task})
+        await cancel_and_wait(watcher, task)
     if task.cancelled():
         return None
     return _result(task)
@@ -144,45 +142,37 @@ def service_problem(error: ResearchCrewError) -> ApiProblem:
     return ApiProblem(500, f"The question could not be answered: {type(error).__name__}", kind="internal-error")
 
 
-def sse(event: str, data: str, event_id: int | None = None) -> bytes:
-    """One server-sent event. ``data`` is one line of JSON."""
-    head = f"event: {event}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return f"{head}data: {data}\n\n".encode()
-
-
 async def event_stream(service: ServiceState, research: ResearchRequest, slot: QuestionSlot) -> AsyncIterator[bytes]:
     """The question's progress as server-sent events, then the answer, then ``done``. Closing the stream (the
     client went away) cancels the question; the slot is given back either way."""
     events: asyncio.Queue[ProgressEvent] = asyncio.Queue()
     task = track(service, service.runtime.ask(research, on_event=events.put_nowait))
-    keep_alive = service.settings.service.keep_alive_s
     number = 0
-    try:
-        while True:
-            getter = asyncio.ensure_future(events.get())
-            done, _ = await asyncio.wait({getter, task}, timeout=keep_alive, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
-                event = getter.result()
-                number += 1
-                yield sse(event.kind, event.model_dump_json(exclude_none=True), number)
-                continue
-            getter.cancel()
-            if task in done and events.empty():
-                break
-            if not done:
-                yield b": keep-alive\n\n"
+
+    def render(event: ProgressEvent) -> bytes:
+        nonlocal number
+        number += 1
+        return sse(event.kind, event.model_dump_json(exclude_none=True), number)
+
+    def finish(done: asyncio.Task[FinalResponse]) -> Iterator[bytes]:
         try:
-            response = _result(task)
+            response = _result(done)
         except ApiProblem as problem:
             body = problem_body(problem.status, problem.detail, kind=problem.kind)
             yield sse("error", body.model_dump_json(exclude_none=True))
         else:
             yield sse("response", response.model_dump_json(), number + 1)
         yield sse("done", "{}")
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not task.done():
-                task.cancel()
-                logger.info("event stream closed early; cancelled the question of user %s", research.user_id)
-                await asyncio.wait({task})
-            await slot.release()
+
+    chunks = pump(
+        task,
+        events,
+        keep_alive_s=service.settings.service.keep_alive_s,
+        render=render,
+        finish=finish,
+        on_close=slot.release,
+        closed_early=f"event stream closed early; cancelled the question of user {research.user_id}",
+    )
+    async with aclosing(chunks):  # closing this stream closes the pump at once, not when it is collected
+        async for chunk in chunks:
+            yield chunk
