@@ -154,11 +154,7 @@ def store_problem(error: BaseException) -> ApiProblem | None:
 
     headers = {"Retry-After": str(STORE_RETRY_AFTER_S)}
     if isinstance(error, MemoryStoreError) or (isinstance(error, SQLAlchemyError) and is_outage(error)):
-        detail = (
-            "The memory store is not reachable; retry shortly."
-            if is_outage(error)
-            else "The memory store could not complete the request; retry shortly."
-        )
+        detail = "The memory store is not reachable; retry shortly."
         return ApiProblem(503, detail, headers=headers, kind="memory-unavailable")
     if isinstance(error, KnowledgeBaseError):
         detail = "The knowledge base is not reachable; retry shortly."

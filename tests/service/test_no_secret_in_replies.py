@@ -177,13 +177,26 @@ def test_settings_secrets_are_remembered(tmp_path: Path) -> None:
     settings = settings_for(
         tmp_path,
         redis=RedisSettings(url=secret_url("redis", 6399, "/0")),
-        firecrawl=FirecrawlSettings(api_key=API_KEY),  # type: ignore[arg-type]
+        firecrawl=FirecrawlSettings(api_key=API_KEY),
     )
     remember_settings_secrets(settings)
     try:
         assert {PASSWORD, API_KEY} <= known_secrets()
     finally:
         forget_secrets([PASSWORD, API_KEY])
+
+
+def test_stored_job_errors_are_shown_without_secret_or_sql() -> None:
+    from researchcrew.jobs.contracts import ItemFailure
+
+    statement = "[SQL: SELECT jobs.webhook_secret FROM jobs WHERE jobs.id = $1]"
+    parameters = "[parameters: ('" + API_KEY + "',)]"
+    background = "(Background on this error at: https://sqlalche.me/e/21/e3q8)"
+    driver = "\n".join(["MemoryStoreError: (asyncpg.exceptions.X) boom", statement, parameters, background])
+    driver += f" at {secret_url('redis', 6399, '/0')}"
+    message = ItemFailure(kind="error", message=driver).message
+    assert PASSWORD not in message and API_KEY not in message and "SELECT" not in message
+    assert "boom" in message and "redis://researcher:***@127.0.0.1:6399/0" in message
 
 
 def test_log_records_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
@@ -346,18 +359,18 @@ async def test_sources_down_with_passwords(tmp_path: Path, caplog: pytest.LogCap
     settings = settings_for(
         tmp_path,
         milvus=MilvusSettings(uri=secret_url("http", closed_port()), timeout_s=1.0),
-        zep=ZepSettings(api_url=secret_url("http", closed_port()), api_key=API_KEY, timeout_s=1.0),  # type: ignore[arg-type]
-        firecrawl=FirecrawlSettings(api_url=secret_url("http", closed_port()), api_key=API_KEY, timeout_s=1.0),  # type: ignore[arg-type]
+        zep=ZepSettings(api_url=secret_url("http", closed_port()), api_key=API_KEY, timeout_s=1.0),
+        firecrawl=FirecrawlSettings(api_url=secret_url("http", closed_port()), api_key=API_KEY, timeout_s=1.0),
         llm=LLMSettings(
             model="openai/gpt-4o-mini",
             base_url=secret_url("http", closed_port(), "/v1?api_key=" + API_KEY),
-            api_key=API_KEY,  # type: ignore[arg-type]
+            api_key=API_KEY,
             timeout_s=2.0,
             max_retries=0,
             stream=False,
         ),
     )
-    knowledge_base = KnowledgeBase(settings, embedder=HashEmbedder())  # type: ignore[arg-type]
+    knowledge_base = KnowledgeBase(settings, embedder=HashEmbedder())
     zep = ZepMemory(settings.zep)
     tools: list[Tool] = [RAGTool(knowledge_base), WebSearchTool(settings.firecrawl), MemoryTool(zep), companion()]
     try:
