@@ -385,3 +385,18 @@ async def test_sources_down_with_passwords(tmp_path: Path, caplog: pytest.LogCap
     assert seen.status("readyz") == 503  # the knowledge base does not answer
     for source in ("rag", "web", "memory"):
         assert f'"source_type":"{source}"' in answer.replace(" ", "")
+
+
+def test_a_worker_process_redacts_its_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from researchcrew.jobs.queue import worker_broker
+    from researchcrew.redaction import forget_secrets, known_secrets
+
+    monkeypatch.setenv("RESEARCHCREW_REDIS__URL", secret_url("redis", closed_port(), "/0"))
+    forget_secrets([PASSWORD])
+    worker_broker()  # what taskiq calls in each worker process (no connection is made yet)
+    try:
+        assert PASSWORD in known_secrets()
+        record = logging.getLogRecordFactory()("w", logging.WARNING, __file__, 1, "at %s", (PASSWORD,), None)
+        assert PASSWORD not in record.getMessage()
+    finally:
+        forget_secrets([PASSWORD])
