@@ -197,7 +197,11 @@ def worker_broker() -> AsyncBroker:
     settings from the environment, the tasks registered, the runtime opened at start-up and closed at shutdown."""
     from taskiq import TaskiqEvents
 
+    from researchcrew.redaction import install_log_redaction, remember_settings_secrets
+
     settings = Settings()
+    install_log_redaction()  # a worker process's log lines carry no credential either
+    remember_settings_secrets(settings)
     broker = redis_broker(settings)
     register_tasks(broker)
 
