@@ -95,6 +95,8 @@ class EmbeddedScheduler:
                         self.jobs.run_in_background(run_id)
             except MemoryStoreError as error:
                 logger.warning("the lease sweep failed (tried again in %.0f s): %s", every_s, error)
+            except Exception:  # the outermost guard of a background loop: a bug must not end the sweeps for good
+                logger.exception("the lease sweep failed unexpectedly")
 
     async def stop(self) -> None:
         if self._sweeper is not None:

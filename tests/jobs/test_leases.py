@@ -5,21 +5,25 @@ taken over by a live process without a restart, and each question still ends wit
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select, update
+from taskiq import AsyncBroker
+from taskiq.message import BrokerMessage
 
 from researchcrew.jobs.api import Jobs
 from researchcrew.jobs.contracts import JobQuestion, JobSpec
 from researchcrew.jobs.embedded import EmbeddedScheduler
 from researchcrew.jobs.leases import LeaseHolder, this_process
+from researchcrew.jobs.queue import TASK_ANSWER, sweep_once
 from researchcrew.jobs.store import ItemOutcome, JobStore
 from researchcrew.jobs.tables import RunItemRow
 from researchcrew.memory.store import MemoryStore
@@ -222,3 +226,42 @@ async def test_the_embedded_scheduler_takes_over_a_run_a_dead_process_left_while
 
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+# Workers sweep too -----------------------------------------------------------------------------------------------
+class RecordingBroker(AsyncBroker):
+    """A broker that only records the task messages sent to it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+
+    async def kick(self, message: BrokerMessage) -> None:
+        self.sent.append((message.task_name, json.loads(message.message)["kwargs"]))
+
+    async def listen(self) -> AsyncGenerator[bytes, None]:  # pragma: no cover - never listened to
+        raise NotImplementedError
+        yield b""
+
+
+async def test_a_worker_sweep_sends_each_taken_back_queue_question_once(store: JobStore) -> None:
+    run_id = await leased_run(store, 3)
+    local = await leased_run_of_other_job(store)  # an in-process run: given back, not sent to the workers
+    dead = holder(pid=dead_pid(), process="killed")
+    await store.claim_item(run_id, 0, "killed:0", lease_s=300, holder=dead)
+    await store.claim_item(local, 0, "killed:local", lease_s=300, holder=dead)
+    await store.claim_item(run_id, 1, "remote:1", lease_s=300, holder=holder(host="elsewhere", process="remote"))
+    await store.claim_item(run_id, 2, "alive:2", lease_s=300, holder=holder(pid=os.getppid(), process="alive"))
+    async with store._write.begin() as session:  # the remote worker went silent
+        past = datetime.now(UTC) - timedelta(seconds=1)
+        await session.execute(update(RunItemRow).where(RunItemRow.lease_owner == "remote:1").values(lease_until=past))
+    broker = RecordingBroker()
+    sent = await asyncio.gather(sweep_once(store, broker), sweep_once(store, broker))  # two workers at once
+    assert sum(sent) == 2
+    assert sorted((name, kwargs["run_id"], kwargs["index"]) for name, kwargs in broker.sent) == [
+        (TASK_ANSWER, run_id, 0),
+        (TASK_ANSWER, run_id, 1),
+    ]
+    assert await store.open_items(local) == [0]  # pending again, for the process that resumes it
+    assert (await rows(store, run_id))[2].status == "running"  # a live holder keeps its question
+    assert await sweep_once(store, broker) == 0
