@@ -431,6 +431,14 @@ class JobsSettings(_Group):
         description="A question being researched is leased to its worker for this long and the lease is renewed "
         "every third of it; when a worker dies its lease runs out and another worker takes the question over.",
     )
+    lease_poll_s: float = Field(
+        default=5.0,
+        ge=0.1,
+        le=600,
+        description="How often a live process (the server's embedded runner, each worker) looks for questions "
+        "whose lease ran out, or whose holder on this host died, and takes them over — no restart needed. A "
+        "question of a dead process ends at most `lease_s` plus this after its last renewal.",
+    )
     redelivery_after_s: float = Field(
         default=900.0,
         ge=5,
