@@ -152,8 +152,9 @@ class MemoryTool(Tool):
             raise ToolError("invalid_request", f"min_relevance must be in [0, 1], not {threshold}")
         from researchcrew.pipeline.synthesize.extractive import asks_about_the_conversation
 
-        about_conversation = asks_about_the_conversation(query)
-        asked = None if about_conversation else personal_question(query)
+        # "What did I say my project code was?" is about the conversation too; the fact asked for is what it wants.
+        asked = personal_question(query)
+        about_conversation = asked is None and asks_about_the_conversation(query)
         stated: list[ContextChunk] = []
         try:
             recalled = await self.recall.recall(
