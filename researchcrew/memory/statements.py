@@ -107,9 +107,10 @@ _STATEMENTS: tuple[tuple[StatementKind, re.Pattern[str]], ...] = (
         ),
     ),
 )
-# A clause starts before these words after a comma or "and": "My codename is X, what is Y?" is two clauses.
+# A clause starts before these words after a comma or "and" ("My codename is X, what is Y?" is two clauses), and
+# a parenthesis is one of its own: a reply to clarifying questions is stored as "<message> (<reply>)".
 _CLAUSE_BREAK = re.compile(
-    r"\s*;\s*|\s+\((?=[^)]*\?)|,?\s+and\s+(?=(?:my|our|i|i'm|we|we're|call)\b)"
+    r"\s*;\s*|\s+\(|\)\s+|,?\s+and\s+(?=(?:my|our|i|i'm|we|we're|call)\b)"
     r"|,\s+(?=(?:and\s+)?(?:my|our|i|i'm|we|we're|call|what|which|who|when|where|why|how|can|could|would|please|"
     r"is|are|do|does|did)\b)",
     re.I,
@@ -198,7 +199,7 @@ def statements(message: str) -> list[Statement]:
     for clause in _clauses(message):
         if _is_question(clause):
             continue
-        text = clause.rstrip(" .!,;:")
+        text = clause.strip(" .!,;:()")
         for kind, pattern in _STATEMENTS:
             match = pattern.search(text)
             if match is None:

@@ -89,6 +89,12 @@ def test_a_statement_about_something_else_answers_nothing(said: str, asked: str)
     assert stated_answers(said, asked) == []
 
 
+def test_a_reply_stored_in_parentheses_is_a_clause_of_its_own() -> None:
+    """A message answering clarifying questions is stored as "<question> (<reply>)" (runtime._as_reply)."""
+    said = statements("my project code is BLUEFALCON-7731 (call me Zed)")
+    assert [s.text for s in said] == ["my project code is BLUEFALCON-7731", "call me Zed"]
+
+
 def test_one_message_can_state_several_facts() -> None:
     said = statements("Hi, my name is Zed and my project code is X-17; our deadline is Friday.")
     assert [(s.text, s.value) for s in said] == [
