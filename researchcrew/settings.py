@@ -577,6 +577,13 @@ class ConfidenceSettings(_Group):
         description="Support of recalled exchanges for a question about the conversation itself ('what did I ask "
         "before?'): they are exactly what was asked for.",
     )
+    stated_fact_support: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Support of the user's own statement of a fact for a question about that fact ('my project code "
+        "is X', then 'what is my project code?'): the user said it, which is exactly what was asked for.",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> ConfidenceSettings:
