@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,11 @@ def _pending_in_server(live: Any) -> list[str]:
     return list(live.run_in_loop(names()))
 
 
+def _beyond(pending: list[str], idle: list[str]) -> list[str]:
+    """The pending tasks that are not among the idle server's own (counted, so a second copy counts)."""
+    return sorted((Counter(pending) - Counter(idle)).elements())
+
+
 @pytest.mark.parametrize("door", ["messages", "chat-completions"])
 def test_disconnecting_from_a_stream_again_and_again_leaves_no_task_behind(
     server: tuple[Any, SlowSource], caplog: pytest.LogCaptureFixture, door: str
@@ -158,7 +164,8 @@ def test_disconnecting_from_a_stream_again_and_again_leaves_no_task_behind(
                     break  # mid-stream: the question is searching, the pump waits for its next event
             assert source.started.wait(10)
         # the client is gone: the question is cancelled and nothing it started is still pending
-        assert wait_until(lambda: _pending_in_server(live) == idle, timeout_s=10), _pending_in_server(live)
+        # (uvicorn's own tasks come and go with connections: only tasks beyond the idle ones count as left behind)
+        assert wait_until(lambda: not _beyond(_pending_in_server(live), idle), timeout_s=30), _pending_in_server(live)
     assert not source.finished.is_set()
     assert _destroyed_pending(caplog) == []
     assert [r.getMessage() for r in caplog.records if "closed early" in r.getMessage()], "no stream was cut off"
