@@ -2,6 +2,8 @@
 
 * No test reaches the internet: connecting a socket to anything but loopback (or a Unix socket) fails loudly.
 * Each test gets its own data directory and no credentials from the developer's environment.
+* A hung test fails after its time budget (pytest-timeout, configured in pyproject.toml): 120 s by default, more for
+  tests marked ``slow``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.services import required_directory
+
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 # crewAI execution tracing (and its first-run trace collection) is separate from telemetry; off in tests.
@@ -27,6 +31,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = PROJECT_ROOT.parent / "shared"
+
+SLOW_TEST_TIMEOUT_S = 600  # the budget of a test marked `slow` (subprocesses, model loading), unless it sets its own
 
 # Variables from the developer's machine that would change what a test does.
 _ISOLATED_VARIABLES = ("FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "ZEP_API_KEY", "ZEP_API_URL", "OPENAI_API_KEY")
@@ -68,6 +74,13 @@ socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` get ``SLOW_TEST_TIMEOUT_S`` instead of the default budget, unless they set their own."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(SLOW_TEST_TIMEOUT_S))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     for name in list(os.environ):
@@ -81,10 +94,9 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
 
 @pytest.fixture
 def shared_dir() -> Path:
-    """../shared next to the project; tests that need it skip with a reason where it is missing."""
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"shared data not found at {SHARED_DIR} (it sits beside the project in dev and CI)")
-    return SHARED_DIR
+    """../shared next to the project; where it is missing, tests that need it skip with a reason (fail under CI=true,
+    where it must be present: a silently skipped test there would be a green lie)."""
+    return required_directory(SHARED_DIR, "shared data (it sits beside the project in dev and CI)")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The servers some tests need (PostgreSQL, Redis), and what a test does when one is not running.
+"""The servers some tests need (PostgreSQL, Redis), and what a test does when one (or ../shared) is missing.
 
 On a developer's machine it skips, with the reason. Under ``CI=true`` it fails: CI runs on a machine that has these
 servers, and a silently skipped test there would be a green lie.
@@ -15,6 +15,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import NoReturn
 
 import pytest
@@ -29,6 +30,13 @@ def service_unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{reason} — CI=true, so this is a failure, not a skip", pytrace=False)
     pytest.skip(reason)
+
+
+def required_directory(path: Path, what: str) -> Path:
+    """``path`` when it is a directory; else skip (locally) or fail (under CI=true) saying ``what`` is missing."""
+    if not path.is_dir():
+        service_unavailable(f"{what} not found at {path}")
+    return path
 
 
 async def pg_admin(statement: str) -> str:
