@@ -136,7 +136,12 @@ def chain(*turns: tuple[str, str]) -> SessionSummary:
             "How do flaky tests affect CI pipelines in Android apps?",
         ),
         # the subject moved on in the second turn: "it" is mutation testing now, not the first turn's subject
-        (MT, ("And mutation testing?", "What is mutation testing?"), "Who invented it?", "Who invented mutation testing?"),
+        (
+            MT,
+            ("And mutation testing?", "What is mutation testing?"),
+            "Who invented it?",
+            "Who invented mutation testing?",
+        ),
     ],
 )
 def test_a_chain_of_follow_ups_resolves_against_the_last_stand_alone_question(
