@@ -8,16 +8,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers.services import required_directory
+from tests.helpers.services import fresh_postgres_database, required_directory
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -115,3 +117,30 @@ def shared_dir() -> Path:
 @pytest.fixture
 def fixtures_dir(shared_dir: Path) -> Path:
     return shared_dir / "fixtures"
+
+
+# ---- memory databases at the head revision, migrated once per session (tests/memory_store/conftest.py copies them)
+
+
+async def _migrate(url: str) -> None:
+    from researchcrew.memory.store import MemoryStore
+
+    store = await MemoryStore.open(url)
+    await store.close()
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite memory database at the head revision; tests get copies of the file."""
+    path = tmp_path_factory.mktemp("migrated") / "memory.db"
+    asyncio.run(_migrate(f"sqlite+aiosqlite:///{path}"))
+    return path
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres_template() -> Iterator[str]:
+    """The name of a PostgreSQL database at the head revision; tests get copies (CREATE DATABASE ... TEMPLATE).
+    Its store is closed after migrating: PostgreSQL copies only a database nobody is connected to."""
+    with fresh_postgres_database(f"rc_memtemplate_{uuid.uuid4().hex[:8]}") as url:
+        asyncio.run(_migrate(url))
+        yield url.rsplit("/", 1)[1]
