@@ -2,7 +2,7 @@
 
 * No test reaches the internet: connecting a socket to anything but loopback (or a Unix socket) fails loudly.
 * Each test gets its own data directory and no credentials from the developer's environment.
-* A hung test fails after its time budget (pytest-timeout, configured in pyproject.toml): 120 s by default, more for
+* A hung test fails after its time budget (pytest-timeout, configured in pyproject.toml): 300 s by default, more for
   tests marked ``slow``.
 """
 

@@ -14,7 +14,7 @@ from tests.helpers.services import required_directory
 
 
 def test_every_test_has_a_time_budget(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> None:
-    assert float(pytestconfig.getini("timeout")) == 120
+    assert float(pytestconfig.getini("timeout")) == 300
     assert pytestconfig.getini("timeout_method") == "signal"
     assert request.node.get_closest_marker("timeout") is None  # not slow: the default budget
 
