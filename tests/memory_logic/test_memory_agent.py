@@ -249,7 +249,7 @@ async def test_remembering_in_the_background_returns_at_once_and_finishes_later(
     task = agent.remember_in_background(_input("ada", "s1", exchanges.BERT))
     returned_after = time.perf_counter() - started
 
-    assert returned_after < 0.05  # the caller has its answer back long before memory is done
+    assert returned_after < 0.4  # the caller has its answer back before the 0.5 s write is done (margin for load)
     assert not task.done() and agent.pending == 1
     assert await agent.wait_idle(10)
     output = task.result()
