@@ -497,11 +497,12 @@ class Runtime:
         return ForgetReport(deleted, await _zep_deletion_outcome(store, worker, user_id, deliver_within_s))
 
     # Lifecycle ------------------------------------------------------------------------------------------------
-    async def aclose(self) -> None:
-        """Release everything, in the order that loses nothing. Idempotent."""
+    async def aclose(self, *, memory_flush_s: float = 10.0) -> None:
+        """Release everything, in the order that loses nothing. Idempotent. Memory writes still running get up to
+        ``memory_flush_s`` to finish (the service gives them its shutdown grace); what is left then is cancelled."""
         self._closed = True
         if self._memory_agent is not None:
-            await self._memory_agent.aclose()
+            await self._memory_agent.aclose(timeout_s=memory_flush_s)
             self._memory_agent = None
         if self._outbox_worker is not None:  # after the agent: its last writes are queued, delivered later
             await self._outbox_worker.stop()

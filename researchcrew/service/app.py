@@ -7,8 +7,8 @@ added with ``app.include_router``; they get the process state with the ``Service
 ``CurrentUser``, and raise ``ApiProblem`` for every failure (``researchcrew.service.problems``).
 
 On shutdown (SIGTERM: uvicorn stops accepting and lets running requests finish within ``service.shutdown_grace_s``)
-the lifespan waits for answers still running within the same grace, then closes the runtime, which finishes every
-pending memory write before it releases the stores.
+the lifespan waits for answers still running within the same grace, then closes the runtime, which gives every
+pending memory write the same grace again before it releases the stores (an answer that went out is remembered).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from researchcrew.settings import Settings
 logger = logging.getLogger(__name__)
 
 API_VERSION = "1"
+_MIN_MEMORY_FLUSH_S = 10.0  # with no shutdown grace configured, memory writes still get the runtime's default
 
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None, **runtime_options: Any) -> FastAPI:
@@ -67,12 +68,17 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         finally:
             state = getattr(app.state, "service", None)
             app.state.service = None
-            if isinstance(state, ServiceState):
-                await _finish_running(state.questions, settings.service.shutdown_grace_s)
-            await batch.stop()  # the scheduler and the background runs, before the runtime closes
-            await throttle.aclose()
-            if owned:
-                await active.aclose()  # pending memory writes first, then the stores
+            grace_s = settings.service.shutdown_grace_s
+            try:
+                if isinstance(state, ServiceState):
+                    await _finish_running(state.questions, grace_s)
+                await batch.stop()  # the scheduler and the background runs, before the runtime closes
+                await throttle.aclose()
+            finally:  # even when a step above failed: the memory writes of finished answers are not dropped
+                if owned:
+                    # Pending memory writes first (each answer that finished is remembered: they get the same
+                    # grace as running answers), then the stores.
+                    await active.aclose(memory_flush_s=max(grace_s, _MIN_MEMORY_FLUSH_S))
 
     app = FastAPI(
         title="researchcrew",

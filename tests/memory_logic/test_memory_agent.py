@@ -170,11 +170,13 @@ async def test_a_bug_in_the_extractor_is_reported_not_raised(store: MemoryStore)
 
 
 async def test_a_hung_step_is_cut_off_at_the_step_timeout(store: MemoryStore) -> None:
-    agent = MemoryAgent(Breaking(store, update_preferences=_hang), step_timeout_s=0.3)  # type: ignore[arg-type]
+    # The budget applies to every step: it must leave the healthy ones (an embedding, a few writes) room on a loaded
+    # machine, where 0.3 s was once too little for them. The hung step sleeps 60 s; returning well before is the cut.
+    agent = MemoryAgent(Breaking(store, update_preferences=_hang), step_timeout_s=2)  # type: ignore[arg-type]
     started = time.monotonic()
     output = await agent.run(_input("ada", "s1", exchanges.BERT))
-    assert time.monotonic() - started < 5
-    assert output.status == "partial" and output.error_message == "preferences: did not finish within 0.3 s"
+    assert time.monotonic() - started < 40
+    assert output.status == "partial" and output.error_message == "preferences: did not finish within 2 s"
     assert output.entities_added == 12
 
 
@@ -247,7 +249,7 @@ async def test_remembering_in_the_background_returns_at_once_and_finishes_later(
     task = agent.remember_in_background(_input("ada", "s1", exchanges.BERT))
     returned_after = time.perf_counter() - started
 
-    assert returned_after < 0.05  # the caller has its answer back long before memory is done
+    assert returned_after < 0.4  # the caller has its answer back before the 0.5 s write is done (margin for load)
     assert not task.done() and agent.pending == 1
     assert await agent.wait_idle(10)
     output = task.result()

@@ -91,10 +91,10 @@ async def test_an_llm_failure_falls_back_to_an_extractive_answer(failure: Except
 
 
 async def test_a_hung_llm_is_cut_off_at_the_timeout() -> None:
-    llm = FakeLLM([GOOD_REPLY], delay_s=1.5)  # crewAI calls the model in a worker thread, which runs on to 1.5 s
+    llm = FakeLLM([GOOD_REPLY], delay_s=4)  # crewAI calls the model in a worker thread, which runs on to 4 s
     started = time.monotonic()
     output = await SynthesizerAgent(llm, timeout_s=0.3).run(request())
-    assert time.monotonic() - started < 1.2
+    assert time.monotonic() - started < 3  # cut near 0.3 s, not after the model's 4 s (a margin for load)
     assert output.final_response.answer_kind == "extractive"
     assert any("did not answer within 0.3 s" in caveat for caveat in output.final_response.caveats)
 

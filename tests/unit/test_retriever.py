@@ -244,18 +244,18 @@ async def test_a_tool_that_ignores_timeout_is_cut_off_by_the_retriever() -> None
 
 
 async def test_a_tool_that_swallows_cancellation_is_abandoned_not_awaited() -> None:
-    stubborn = StubbornTool("web", linger_s=0.5)
+    stubborn = StubbornTool("web", linger_s=3)
     started = time.perf_counter()
     output = await RetrieverAgent([stubborn, FakeTool("rag")]).run(request(timeout_per_source=0.2))
     elapsed = time.perf_counter() - started
 
-    assert elapsed < 0.6  # it did not wait out the 0.5 s linger after the 0.2 s budget
+    assert elapsed < 2.0  # it did not wait out the 3 s linger after the 0.2 s budget (a margin for a loaded machine)
     web = report(output, "web_fake")
     assert web.error_kind == "timeout"
     assert "did not stop when cancelled" in (web.error_message or "")
     assert stubborn.cancelled
     assert RetrieverAgent._stragglers  # held, so it is not garbage-collected mid-flight
-    await asyncio.wait_for(stubborn.finished.wait(), timeout=2)
+    await asyncio.wait_for(stubborn.finished.wait(), timeout=30)
     await asyncio.sleep(0)  # let the done-callback run
     assert not RetrieverAgent._stragglers
 

@@ -188,7 +188,12 @@ class MemoryAgent:
         if await self.wait_idle(timeout_s):
             return
         leftover = [t for t in self._tasks if not t.done()]
-        logger.warning("memory: %d background task(s) still running after %s s; cancelling", len(leftover), timeout_s)
+        logger.error(  # each task is named after its response: say which exchanges are not remembered
+            "memory: %d background task(s) still running after %s s; cancelling (%s)",
+            len(leftover),
+            timeout_s,
+            ", ".join(sorted(t.get_name() for t in leftover)),
+        )
         for task in leftover:
             task.cancel()
         await asyncio.gather(*leftover, return_exceptions=True)
