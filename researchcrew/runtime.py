@@ -286,8 +286,9 @@ class Runtime:
 
         The answer may be clarifying questions instead (``answer_kind == "clarification"``: nothing found, or far
         more than one answer can carry); the next question of the same session is then taken as the reply ("just
-        answer" answers the original question as asked), and its answer asks nothing more. ``clarify=False``
-        always answers."""
+        answer" answers the original question as asked), and its answer asks nothing more — ``self.conversation``
+        (``researchcrew.pipeline.conversation``) decides that, as it does for every door. ``clarify=False`` always
+        answers."""
         import dataclasses
 
         from researchcrew.pipeline.flow import run_question
