@@ -431,6 +431,14 @@ class JobsSettings(_Group):
         description="A question being researched is leased to its worker for this long and the lease is renewed "
         "every third of it; when a worker dies its lease runs out and another worker takes the question over.",
     )
+    lease_poll_s: float = Field(
+        default=5.0,
+        ge=0.1,
+        le=600,
+        description="How often a live process (the server's embedded runner, each worker) looks for questions "
+        "whose lease ran out, or whose holder on this host died, and takes them over — no restart needed. A "
+        "question of a dead process ends at most `lease_s` plus this after its last renewal.",
+    )
     redelivery_after_s: float = Field(
         default=900.0,
         ge=5,
@@ -450,6 +458,14 @@ class JobsSettings(_Group):
         default=None,
         description="Whether `researchcrew serve` fires job schedules itself and runs them in its process. None: "
         "yes unless `redis.url` is set (a deployment with Redis runs `researchcrew scheduler` and workers instead).",
+    )
+    startup_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long `researchcrew worker` and `researchcrew scheduler` keep trying to reach Redis and the "
+        "memory database at start-up (exponential backoff, one line per failed attempt) before they give up and "
+        "exit with code 1. 0: one attempt.",
     )
     webhook_timeout_s: float = Field(default=10.0, gt=0, le=120, description="Timeout for one webhook POST.")
     webhook_attempts: int = Field(
@@ -560,6 +576,13 @@ class ConfidenceSettings(_Group):
         le=1,
         description="Support of recalled exchanges for a question about the conversation itself ('what did I ask "
         "before?'): they are exactly what was asked for.",
+    )
+    stated_fact_support: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Support of the user's own statement of a fact for a question about that fact ('my project code "
+        "is X', then 'what is my project code?'): the user said it, which is exactly what was asked for.",
     )
 
     @model_validator(mode="after")

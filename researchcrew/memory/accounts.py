@@ -27,8 +27,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from researchcrew.errors import MemoryStoreError, ResearchCrewError
+from researchcrew.errors import ResearchCrewError
 from researchcrew.memory.db import write_engine
+from researchcrew.memory.failures import store_failure
 from researchcrew.memory.models import ApiKeyRow, ServiceUserRow
 from researchcrew.memory.store import MemoryStore
 
@@ -104,7 +105,7 @@ def guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
                 return await method(self, *args, **kwargs)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("%s failed: %s", operation, error)
-                raise MemoryStoreError(f"{operation} failed: {type(error).__name__}: {error}") from error
+                raise store_failure(operation, error) from error
 
         return wrapper
 

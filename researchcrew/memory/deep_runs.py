@@ -26,7 +26,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from researchcrew.errors import MemoryStoreError
+from researchcrew.memory.failures import store_failure
 from researchcrew.memory.models import DeepRunRow
 
 logger = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
                 return await method(store, *args, **kwargs)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("deep run store %s failed: %s", operation, error)
-                raise MemoryStoreError(f"deep run store {operation} failed: {type(error).__name__}: {error}") from error
+                raise store_failure(f"deep run store {operation}", error) from error
 
         return wrapper
 
