@@ -45,7 +45,6 @@ logger = logging.getLogger(__name__)
 
 OnEvent = Callable[[DeepProgressEvent], None]
 Segment = Callable[[OnEvent], Coroutine[Any, Any, DeepRun]]
-_LEASE_MARGIN_S = 60.0  # a slot outlives the run's deadline by this much (then it expires)
 
 
 class SessionMessage(MessageRequest):
@@ -83,21 +82,6 @@ async def deep_research(service: ServiceState) -> DeepResearch:
         return await service.runtime.deep_research()
     except ResearchCrewError as error:
         raise service_problem(error) from error
-
-
-async def take_deep_slot(service: ServiceState, user_id: str, deadline_s: float | None) -> QuestionSlot:
-    """A question slot for one working segment of a deep run, or 429 with Retry-After."""
-    lease = (deadline_s or service.settings.deep.deadline_s) + _LEASE_MARGIN_S
-    slot = await service.throttle.question_slot(user_id, lease_s=lease)
-    if slot is None:
-        limit = service.settings.service.max_concurrent_questions
-        raise ApiProblem(
-            429,
-            f"You have {limit} question(s) or deep runs working, the most allowed at once; retry when one finished.",
-            headers={"Retry-After": "1"},
-            kind="too-many-questions",
-        )
-    return slot
 
 
 class SegmentWork:
@@ -142,7 +126,7 @@ class SegmentWork:
             await cancel_and_wait(waiter)
         if self.task.done() or self.run_id is None:
             return await self.until_done()
-        return await deep.get(self.run_id, user_id=user_id)
+        return await deep.get_research_run(self.run_id, user_id=user_id)
 
     async def until_done(self) -> DeepRun:
         await asyncio.wait({self.task})

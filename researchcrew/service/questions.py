@@ -1,6 +1,6 @@
-"""Asking a question over HTTP: the request body, the per-user concurrency slot, cancellation when the client
-goes away, and the server-sent event stream. Routes that ask questions (the native messages route; later the
-OpenAI-compatible one) share these.
+"""Asking a question over HTTP: the request body, cancellation when the client goes away, and the server-sent event
+stream. Routes that ask questions (the native messages route, the OpenAI-compatible one) share these; the per-user
+concurrency slot they hold while a question works is ``researchcrew.service.slots``.
 
 Cancellation: the question runs as its own task. When the client disconnects, that task is cancelled, so no
 source keeps searching for nobody. An answer that did complete was already handed to the Memory stage (which
@@ -37,7 +37,6 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 EVENT_STREAM = "text/event-stream"
-_LEASE_MARGIN_S = 60.0  # a question slot outlives the longest question by this much (then it expires)
 
 
 class MessageRequest(Contract):
@@ -73,21 +72,6 @@ def wants_event_stream(request: Request) -> bool:
     """True when the client asks for server-sent events (``Accept: text/event-stream``)."""
     accept = request.headers.get("accept", "")
     return any(part.split(";")[0].strip() == EVENT_STREAM for part in accept.split(","))
-
-
-async def take_question_slot(service: ServiceState, user_id: str, research: ResearchRequest) -> QuestionSlot:
-    """A place for one more running question of the user, or 429 with Retry-After."""
-    deadline = research.deadline_s or service.settings.retrieval.run_deadline_s
-    slot = await service.throttle.question_slot(user_id, lease_s=deadline + _LEASE_MARGIN_S)
-    if slot is None:
-        limit = service.settings.service.max_concurrent_questions
-        raise ApiProblem(
-            429,
-            f"You have {limit} question(s) running, the most allowed at once; retry when one has finished.",
-            headers={"Retry-After": "1"},
-            kind="too-many-questions",
-        )
-    return slot
 
 
 def track(service: ServiceState, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
