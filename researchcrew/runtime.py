@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
-    from researchcrew.pipeline.remember.agent import MemoryAgent
+    from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.pipeline.stages import ResearchStages
     from researchcrew.tools.limits import SharedLimits
 
@@ -94,7 +94,7 @@ class Runtime:
         self._owns_memory_store = memory_store is None
         self._zep: ZepMemory | None = None
         self._outbox_worker: OutboxWorker | None = None
-        self._memory_agent: MemoryAgent | None = None
+        self._memory_writer: MemoryWriter | None = None
         self._stages: ResearchStages | None = None
         self._limits: SharedLimits | None = None
         self._tools: list[Tool] | None = None
@@ -258,14 +258,14 @@ class Runtime:
         self._tools = list(tools)
         llm = self.llm()
         if self.remember and store is not None:
-            from researchcrew.pipeline.remember.agent import MemoryAgent
+            from researchcrew.pipeline.remember.writer import MemoryWriter
 
-            self._memory_agent = MemoryAgent(store, llm=llm, zep_outbox=await self.outbox_worker())
+            self._memory_writer = MemoryWriter(store, llm=llm, zep_outbox=await self.outbox_worker())
         return assemble_stages(
             self.settings,
             tools=tools,
             llm=llm,
-            memory_agent=self._memory_agent,
+            memory_writer=self._memory_writer,
             embedder=embedder,
             memory_unavailable=self._memory_failure if self.remember else None,
             memory_store=store,
@@ -336,9 +336,9 @@ class Runtime:
     async def flush_memory(self, timeout_s: float | None = 10.0) -> bool:
         """Wait until the memory work of the answers given so far has finished. False if ``timeout_s`` passed
         first; True at once when nothing is remembered."""
-        if self._memory_agent is None:
+        if self._memory_writer is None:
             return True
-        return await self._memory_agent.wait_idle(timeout_s)
+        return await self._memory_writer.wait_idle(timeout_s)
 
     # Deep research -------------------------------------------------------------------------------------------------
     async def deep_research(self) -> DeepResearch:
@@ -362,7 +362,7 @@ class Runtime:
                     runs=runs,
                     open_resources=self._deep_resources,
                     preferences=preferences,
-                    remember=stages.remember if self._memory_agent is not None else None,
+                    remember=stages.remember if self._memory_writer is not None else None,
                 )
             return self._deep
 
@@ -383,7 +383,7 @@ class Runtime:
         owned = self._owns_llm and self.settings.llm.model is not None
         llm = build_llm(self.settings.llm) if owned else self.llm()
         try:
-            stages = assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=None)
+            stages = assemble_stages(self.settings, tools=tools, llm=llm, memory_writer=None)
             yield DeepResources(stages=stages, tools=tools, llm=llm)
         finally:
             if owned and llm is not None:
@@ -421,9 +421,9 @@ class Runtime:
         """Release everything, in the order that loses nothing. Idempotent. Memory writes still running get up to
         ``memory_flush_s`` to finish (the service gives them its shutdown grace); what is left then is cancelled."""
         self._closed = True
-        if self._memory_agent is not None:
-            await self._memory_agent.aclose(timeout_s=memory_flush_s)
-            self._memory_agent = None
+        if self._memory_writer is not None:
+            await self._memory_writer.aclose(timeout_s=memory_flush_s)
+            self._memory_writer = None
         if self._outbox_worker is not None:  # after the agent: its last writes are queued, delivered later
             await self._outbox_worker.stop()
             self._outbox_worker = None

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 
 from tests.helpers.services import fresh_postgres_database, required_directory
@@ -74,6 +75,13 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+# Under CI every property test draws the same examples on every run (derandomized, no example database): a red CI
+# is then a change's doing, never the luck of the draw. Locally the default profile keeps exploring new examples.
+hypothesis.settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI", "").lower() == "true":
+    hypothesis.settings.load_profile("ci")
 
 
 # hypothesis warns when the global `random` state changes while it draws an example. The schema fuzz draws in the

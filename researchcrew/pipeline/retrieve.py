@@ -56,7 +56,7 @@ class _Outcome:
     chunks: list[ContextChunk] = field(default_factory=list)
 
 
-class RetrieverAgent:
+class Retriever:
     """Fans a query out to the selected tools concurrently and aggregates their evidence.
 
     Every tool whose source type is not excluded is called as ``tool.search(query, timeout=..., num_results=...,

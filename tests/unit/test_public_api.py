@@ -39,7 +39,7 @@ PUBLIC_API = [
     "ResearchCrewError",
     "ResearchRequest",
     "ResponseOptions",
-    "RetrieverAgent",
+    "Retriever",
     "RetrieverInput",
     "RetrieverOutput",
     "Runtime",
@@ -79,9 +79,9 @@ def test_reexports_are_the_same_objects_as_their_home_modules() -> None:
         if name in PUBLIC_API:
             assert getattr(researchcrew, name) is getattr(contracts, name)
     assert researchcrew.ToolError is errors.ToolError
-    from researchcrew.pipeline.retrieve import RetrieverAgent
+    from researchcrew.pipeline.retrieve import Retriever
 
-    assert researchcrew.RetrieverAgent is RetrieverAgent
+    assert researchcrew.Retriever is Retriever
     from researchcrew.jobs.api import Jobs
 
     assert researchcrew.Jobs is Jobs

@@ -77,7 +77,7 @@ def quality_statistics(received: Sequence[float], kept: Sequence[float]) -> Qual
     )
 
 
-class EvaluatorAgent:
+class Evaluator:
     """Turns an ``AggregatedContext`` into a ``FilteredContext`` with reasons, statistics and contradictions."""
 
     def __init__(self, settings: EvaluationSettings | None = None, *, llm: BaseLLM | None = None) -> None:

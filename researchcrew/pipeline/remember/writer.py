@@ -104,7 +104,7 @@ class _Outcome:
         return "failed" if len(self.failures) == len(self.ran) else "partial"
 
 
-class MemoryAgent:
+class MemoryWriter:
     """Stores what one exchange taught us. See the module docstring."""
 
     def __init__(
@@ -321,4 +321,4 @@ class MemoryAgent:
         return None
 
 
-__all__ = ["STEPS", "MemoryAgent", "MemoryAgentStore"]
+__all__ = ["STEPS", "MemoryAgentStore", "MemoryWriter"]
