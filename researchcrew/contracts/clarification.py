@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from researchcrew.contracts._base import Contract
+from researchcrew.contracts._base import Contract, RequestContract
 
 ClarificationReason = Literal["no_evidence", "too_many_matches"]
 ClarificationFacet = Literal["terms", "sub_topic", "time_range", "source_kind"]
@@ -72,7 +72,7 @@ class ClarificationRequest(Contract):
     )
 
 
-class ClarificationAnswer(Contract):
+class ClarificationAnswer(RequestContract):
     """The user's reply to a clarification: narrowing words, or "just answer"."""
 
     answer: str = Field(default="", max_length=2_000, description="The reply, e.g. 'flaky tests, since 2019'.")

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from researchcrew.memory.accounts import Accounts
 from researchcrew.memory.chat_sessions import ChatSessions
@@ -27,6 +27,7 @@ from researchcrew.redaction import install_log_redaction, remember_settings_secr
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.batch import ServiceBatch
 from researchcrew.service.body_limit import BodyLimit
+from researchcrew.service.input_checks import check_request_input
 from researchcrew.service.problems import install_problem_handlers
 from researchcrew.service.state import ServiceState
 from researchcrew.service.throttle import Throttle
@@ -89,6 +90,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         # parties. The schema itself is at /openapi.json.
         docs_url=None,
         redoc_url=None,
+        # Every route: no parameter a store cannot keep, no JSON body nested too deeply (service/input_checks.py).
+        dependencies=[Depends(check_request_input)],
     )
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import Field
 
-from researchcrew.contracts._base import Contract, SourceType
+from researchcrew.contracts._base import RequestContract, SourceType
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ResponseOptions
 from researchcrew.contracts.synthesizer import FinalResponse
@@ -39,7 +39,7 @@ T = TypeVar("T")
 EVENT_STREAM = "text/event-stream"
 
 
-class MessageRequest(Contract):
+class MessageRequest(RequestContract):
     """A question asked in a session, with the SDK's per-request options (a ``ResearchRequest`` without the user
     and the session: those come from the key and the URL)."""
 
