@@ -29,13 +29,9 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import (
     DeepResearchError,
-    DeepRunExpiredError,
-    DeepRunForbiddenError,
-    DeepRunNotFoundError,
-    PlanDecisionError,
     ResearchCrewError,
 )
-from researchcrew.service.problems import ApiProblem, problem_body
+from researchcrew.service.problems import ApiProblem, problem_body, problem_for
 from researchcrew.service.questions import MessageRequest, service_problem, track
 from researchcrew.service.state import ServiceState
 from researchcrew.service.streaming import cancel_and_wait, pump, sse
@@ -65,16 +61,9 @@ class SessionMessage(MessageRequest):
 
 
 def deep_problem(error: ResearchCrewError, run_id: str) -> ApiProblem:
-    """The problem for a named failure of a deep run operation (another user's run is answered like an unknown one)."""
-    if isinstance(error, DeepRunNotFoundError | DeepRunForbiddenError):
-        return ApiProblem(404, f"No deep run {run_id!r}: check the id, or start a new run.", kind="deep-run-not-found")
-    if isinstance(error, DeepRunExpiredError):
-        return ApiProblem(410, str(error), kind="deep-run-expired")
-    if isinstance(error, PlanDecisionError):
-        return ApiProblem(422, str(error), kind="invalid-plan-decision")
-    if isinstance(error, DeepResearchError):  # DeepRunStateError and any later kind: the run's state forbids it
-        return ApiProblem(409, str(error), kind="deep-run-conflict")
-    return service_problem(error)
+    """The problem for a failure of a deep run operation (``problems.NAMED_PROBLEMS``; another user's run is
+    answered like an unknown one)."""
+    return problem_for(error, subject=run_id, fallback="The question could not be answered")
 
 
 async def deep_research(service: ServiceState) -> DeepResearch:

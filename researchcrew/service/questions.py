@@ -28,7 +28,7 @@ from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ResponseOptions
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ResearchCrewError
-from researchcrew.service.problems import ApiProblem, problem_body, store_problem
+from researchcrew.service.problems import ApiProblem, problem_body, problem_for
 from researchcrew.service.state import ServiceState
 from researchcrew.service.streaming import cancel_and_wait, pump, sse
 from researchcrew.service.throttle import QuestionSlot
@@ -115,15 +115,7 @@ def _result(task: asyncio.Task[FinalResponse]) -> FinalResponse:
 
 def service_problem(error: ResearchCrewError) -> ApiProblem:
     """A failure of the service's own machinery (not of a source: those are reported in the answer)."""
-    from researchcrew.errors import ConfigurationError
-
-    outage = store_problem(error)  # the memory store, the knowledge base: 503 with Retry-After
-    if outage is not None:
-        logger.warning("a question failed on a store: %s: %s", type(error).__name__, error)
-        return outage
-    if isinstance(error, ConfigurationError):
-        return ApiProblem(500, f"The service is misconfigured: {error}", kind="misconfigured")
-    return ApiProblem(500, f"The question could not be answered: {type(error).__name__}", kind="internal-error")
+    return problem_for(error, fallback="The question could not be answered")
 
 
 async def event_stream(service: ServiceState, research: ResearchRequest, slot: QuestionSlot) -> AsyncIterator[bytes]:

@@ -21,11 +21,8 @@ from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, 
 from researchcrew.contracts._base import StorableInput
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 from researchcrew.errors import (
-    JobConflictError,
-    JobInputError,
-    JobNotFoundError,
+    JobError,
     MemoryStoreError,
-    QueueUnavailableError,
 )
 from researchcrew.jobs.contracts import (
     MAX_NAME_CHARS,
@@ -37,7 +34,7 @@ from researchcrew.jobs.contracts import (
 )
 from researchcrew.jobs.sources import LoadedQuestions, parse_questions
 from researchcrew.service.auth import CurrentUser
-from researchcrew.service.problems import ApiProblem, problem_responses, store_problem
+from researchcrew.service.problems import ApiProblem, problem_for, problem_responses
 from researchcrew.service.state import Service, ServiceState
 from researchcrew.service.uploads import MULTIPART, read_upload
 from researchcrew.text.json_input import JsonInputError, read_json
@@ -60,19 +57,11 @@ MEDIA_TYPES = {
 
 @contextmanager
 def job_problems() -> Iterator[None]:
-    """The batch-job errors as HTTP problems (the status codes of the job routes are chosen here)."""
+    """The batch-job errors as HTTP problems (``problems.NAMED_PROBLEMS``; a store outage is 503 + Retry-After)."""
     try:
         yield
-    except JobNotFoundError as error:
-        raise ApiProblem(404, str(error), kind="job-not-found") from None
-    except JobInputError as error:
-        raise ApiProblem(422, str(error), kind="invalid-job") from None
-    except JobConflictError as error:
-        raise ApiProblem(409, str(error), kind="job-conflict") from None
-    except (QueueUnavailableError, MemoryStoreError) as error:
-        logger.warning("a job operation failed on a store: %s: %s", type(error).__name__, error)
-        problem = store_problem(error)  # 503 with Retry-After; the detail names the store, not the driver's words
-        raise (problem or ApiProblem(503, "A store the service needs is not reachable.")) from None
+    except (JobError, MemoryStoreError) as error:
+        raise problem_for(error) from None
 
 
 class QuestionFile(StorableInput):
