@@ -18,6 +18,7 @@ run via ``asyncio.to_thread``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -46,6 +47,20 @@ _RESERVED_OPTIONS = frozenset({"timeout"})
 _SUMMARY_MESSAGE_CHARS = 300
 # ContextChunk.chunk_id's maximum length (contracts._base.Identifier).
 _MAX_ID_CHARS = 256
+
+
+# A widened search after a miss (RetrieverInput.relaxed): twice the results, at most this many; half the floor.
+RELAXED_MAX_RESULTS = 40
+RELAXED_FLOOR_FACTOR = 0.5
+
+
+def _takes(tool: Tool, option: str) -> bool:
+    """Whether the tool's search accepts ``option`` by name (a custom tool need not take a relevance floor)."""
+    try:
+        parameters = inspect.signature(tool._search).parameters
+    except (TypeError, ValueError):
+        return False
+    return option in parameters
 
 
 @dataclass(slots=True)
@@ -95,6 +110,8 @@ class RetrieverAgent:
         """Ask every selected source concurrently; never raises except on cancellation."""
         started = time.perf_counter()
         num_results = request.num_results if request.num_results is not None else self._settings.num_results
+        if request.relaxed:
+            num_results = min(RELAXED_MAX_RESULTS, 2 * num_results)
         excluded = set(request.exclude_sources or ())
 
         outcomes: dict[int, _Outcome] = {}
@@ -141,6 +158,8 @@ class RetrieverAgent:
                 "session_id": request.session_id,
                 **request.tool_options.get(tool.source_type, {}),
             }
+            if request.relaxed and "min_relevance" not in kwargs and _takes(tool, "min_relevance"):
+                kwargs["min_relevance"] = self._settings.min_relevance * RELAXED_FLOOR_FACTOR
             task = asyncio.create_task(
                 self._call(tool, request.query_text, budget_s, now + budget_s, kwargs), name=f"retriever:{tool.name}"
             )
