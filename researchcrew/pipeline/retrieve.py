@@ -27,7 +27,14 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from researchcrew.contracts.chunks import AggregatedContext, ContextChunk, SourceFailure, SourceReport, SourceStatus
+from researchcrew.contracts.chunks import (
+    MEMORY_SOURCE_TYPE,
+    AggregatedContext,
+    ContextChunk,
+    SourceFailure,
+    SourceReport,
+    SourceStatus,
+)
 from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, RetrieverOutput
 from researchcrew.errors import ToolError
 from researchcrew.pipeline.progress import report_source
@@ -50,6 +57,7 @@ _MAX_ID_CHARS = 256
 
 
 # A widened search after a miss (RetrieverInput.relaxed): twice the results, at most this many; half the floor.
+# Conversation memory is not widened: it is the conversation, and a lower floor recalls unrelated exchanges.
 RELAXED_MAX_RESULTS = 40
 RELAXED_FLOOR_FACTOR = 0.5
 
@@ -110,8 +118,6 @@ class RetrieverAgent:
         """Ask every selected source concurrently; never raises except on cancellation."""
         started = time.perf_counter()
         num_results = request.num_results if request.num_results is not None else self._settings.num_results
-        if request.relaxed:
-            num_results = min(RELAXED_MAX_RESULTS, 2 * num_results)
         excluded = set(request.exclude_sources or ())
 
         outcomes: dict[int, _Outcome] = {}
@@ -158,8 +164,12 @@ class RetrieverAgent:
                 "session_id": request.session_id,
                 **request.tool_options.get(tool.source_type, {}),
             }
-            if request.relaxed and "min_relevance" not in kwargs and _takes(tool, "min_relevance"):
-                kwargs["min_relevance"] = self._settings.min_relevance * RELAXED_FLOOR_FACTOR
+            own = request.tool_options.get(tool.source_type, {})
+            if request.relaxed and tool.source_type != MEMORY_SOURCE_TYPE:  # memory is the conversation, not a corpus
+                if "num_results" not in own:
+                    kwargs["num_results"] = min(RELAXED_MAX_RESULTS, 2 * num_results)
+                if "min_relevance" not in own and _takes(tool, "min_relevance"):
+                    kwargs["min_relevance"] = self._settings.min_relevance * RELAXED_FLOOR_FACTOR
             task = asyncio.create_task(
                 self._call(tool, request.query_text, budget_s, now + budget_s, kwargs), name=f"retriever:{tool.name}"
             )

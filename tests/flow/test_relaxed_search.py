@@ -15,7 +15,7 @@ class FlooredTool(FakeTool):
     """A fake knowledge base that takes a relevance floor, as the RAG tool does, and records what it was asked."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__("rag", **kwargs)
+        super().__init__(self.source_type, **kwargs)
         self.asked: list[dict[str, Any]] = []
 
     async def _search(  # type: ignore[override]
@@ -47,3 +47,13 @@ async def test_a_floor_the_request_set_is_kept() -> None:
     agent = RetrieverAgent([floored], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
     await agent.run(request(relaxed=True, tool_options={"rag": {"min_relevance": 0.5}}))
     assert floored.asked[-1]["min_relevance"] == 0.5
+
+
+async def test_conversation_memory_is_not_widened() -> None:
+    class Memory(FlooredTool):
+        source_type = "memory"
+
+    memory = Memory()
+    agent = RetrieverAgent([memory], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
+    await agent.run(request(relaxed=True))
+    assert memory.asked == [{"num_results": 5, "min_relevance": None}]
