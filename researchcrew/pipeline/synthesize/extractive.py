@@ -34,6 +34,7 @@ from researchcrew.contracts.synthesizer import (
 )
 from researchcrew.memory.statements import personal_question, stated_answers
 from researchcrew.pipeline.progress import report_text
+from researchcrew.pipeline.sources import document_key
 from researchcrew.pipeline.support import user_statement
 from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
@@ -195,8 +196,7 @@ def _heading(scored: ScoredChunk, number: int) -> str:
 
 
 def _document_key(scored: ScoredChunk) -> str:
-    chunk = scored.chunk
-    return chunk.source_id or chunk.url or chunk.title or chunk.chunk_id
+    return document_key(scored.chunk)  # one section per source document, as one citation per source
 
 
 def perspective_sections(
