@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from researchcrew.contracts import ContextChunk, RetrieverInput
-from researchcrew.pipeline.retrieve import RetrieverAgent
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.settings import RetrievalSettings
 from researchcrew.testing import FakeTool
 
@@ -31,7 +31,7 @@ def request(**fields: Any) -> RetrieverInput:
 
 async def test_a_relaxed_search_asks_for_more_results_under_a_lower_floor() -> None:
     floored, plain = FlooredTool(), FakeTool("web")
-    agent = RetrieverAgent([floored, plain], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
+    agent = Retriever([floored, plain], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
     await agent.run(request())
     await agent.run(request(relaxed=True))
     assert floored.asked == [
@@ -44,7 +44,7 @@ async def test_a_relaxed_search_asks_for_more_results_under_a_lower_floor() -> N
 
 async def test_a_floor_the_request_set_is_kept() -> None:
     floored = FlooredTool()
-    agent = RetrieverAgent([floored], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
+    agent = Retriever([floored], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
     await agent.run(request(relaxed=True, tool_options={"rag": {"min_relevance": 0.5}}))
     assert floored.asked[-1]["min_relevance"] == 0.5
 
@@ -54,6 +54,6 @@ async def test_conversation_memory_is_not_widened() -> None:
         source_type = "memory"
 
     memory = Memory()
-    agent = RetrieverAgent([memory], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
+    agent = Retriever([memory], settings=RetrievalSettings(num_results=5, min_relevance=0.3))
     await agent.run(request(relaxed=True))
     assert memory.asked == [{"num_results": 5, "min_relevance": None}]

@@ -11,7 +11,7 @@ from researchcrew.contracts import ContextChunk, FinalResponse, Query, ScoredChu
 from researchcrew.contracts.synthesizer import AnswerDraft, Citation, DraftClaim, DraftSection
 from researchcrew.knowledge.search import SearchHit
 from researchcrew.pipeline.assessment import assess_answer
-from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from researchcrew.pipeline.sources import combined_location, document_key, independent_sources
 from researchcrew.pipeline.support import Support
 from researchcrew.pipeline.synthesize.citations import validate_citations, validate_draft
@@ -201,7 +201,7 @@ async def test_passages_of_one_document_never_disagree_with_each_other() -> None
     second = page(4, "We revisit the method under a fixed budget. On ImageNet, its accuracy is only 75%.")
     other = web_page(1, "Independent replication. On ImageNet, the method's accuracy is only 75%.").chunk
     other = other.model_copy(update={"semantic_relevance": 0.9})
-    output = await EvaluatorAgent().run(
+    output = await Evaluator().run(
         EvaluatorInput(aggregated_context=AggregatedContext(query_text="accuracy", chunks=[first, second, other]))
     )
     pairs = [{c.chunk_id_a, c.chunk_id_b} for c in output.contradictions_found]
