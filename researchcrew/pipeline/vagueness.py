@@ -153,7 +153,7 @@ def _has_referent(words: list[str]) -> bool:
 def _exempt(question: str) -> bool:
     """Questions memory answers: the user's own facts, and the conversation itself."""
     from researchcrew.memory.statements import personal_question
-    from researchcrew.pipeline.synthesize.extractive import asks_about_the_conversation
+    from researchcrew.text.questions import asks_about_the_conversation
 
     return personal_question(question) is not None or asks_about_the_conversation(question)
 

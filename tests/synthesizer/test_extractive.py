@@ -13,11 +13,11 @@ from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.pipeline.synthesize.citations import find_markers
 from researchcrew.pipeline.synthesize.extractive import (
     ExtractiveSynthesizer,
-    asks_about_the_conversation,
     quotable_sentences,
 )
 from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
 from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE
+from researchcrew.text.questions import asks_about_the_conversation
 from tests.conftest import PROJECT_ROOT
 from tests.synthesizer.builders import contradiction, evidence, request, scored
 

@@ -40,6 +40,7 @@ from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
 from researchcrew.pipeline.synthesize.rendering import answer_pieces
+from researchcrew.text.questions import asks_about_the_conversation
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import content_terms
 
@@ -114,24 +115,6 @@ def analysed_sentences(content: str) -> tuple[tuple[int, str, frozenset[str], bo
         if _usable(text):
             analysed.append((position, text, frozenset(content_terms(text)), any(ch.isdigit() for ch in text)))
     return tuple(analysed)
-
-
-_ABOUT_THE_CONVERSATION = re.compile(
-    r"\b(?:"
-    r"(?:i|we)\s+(?:\w+\s+)?(?:asked|discussed|talked|mentioned|said)"  # "I asked", "we already discussed"
-    r"|(?:did|have|had)\s+(?:i|we)\s+(?:\w+\s+)?(?:ask|discuss|talk|mention|say)"  # "what did I ask", "have we ..."
-    r"|you\s+(?:\w+\s+)?(?:said|told|mentioned|answered|suggested|recommended)"  # "what you said earlier"
-    r"|last\s+time|(?:our|the|my)\s+(?:last|previous|earlier)\s+(?:conversation|question|answer|chat|session)s?"
-    r"|earlier\s+in\s+(?:this|our|the)\s+(?:conversation|chat|session)"
-    r")\b",
-    re.IGNORECASE,
-)
-
-
-def asks_about_the_conversation(question: str) -> bool:
-    """Whether a question is about the conversation itself ("What did I ask about X before?", "as you said last
-    time"), which makes conversation memory a first-hand source for it."""
-    return _ABOUT_THE_CONVERSATION.search(question) is not None
 
 
 def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> list[_Sentence]:
