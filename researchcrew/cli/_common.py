@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -74,6 +75,26 @@ def with_runtime(
         raise ConfigurationProblem(redact(f"{error}{hint}")) from error
     except ResearchCrewError as error:
         raise click.ClickException(redact(f"{error}{hint}")) from error
+
+
+def read_question(
+    argument: str | None,
+    *,
+    missing: str = 'give a QUESTION, or pipe one in (`echo "..." | researchcrew ask`, or `ask -`)',
+) -> str:
+    """The question given on the command line; ``-`` (or no argument when stdin is not a terminal, as in
+    ``echo "..." | researchcrew ask``) reads it from stdin. No question at all is the usage error ``missing``."""
+    if argument is not None and argument != "-":
+        return argument
+    text = "" if argument is None and sys.stdin.isatty() else " ".join(sys.stdin.read().split())
+    if not text:
+        raise click.UsageError(missing if argument is None else "the question read from stdin is empty")
+    return text
+
+
+def question_is_piped(argument: str | None) -> bool:
+    """Whether the question comes from stdin: ``-``, or no argument while stdin is not a terminal."""
+    return argument == "-" or (argument is None and not sys.stdin.isatty())
 
 
 def echo_json(payload: Any) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from researchcrew.cli._common import echo_json, with_runtime
+from researchcrew.cli._common import echo_json, read_question, with_runtime
 
 if TYPE_CHECKING:
     from researchcrew.contracts import Citation, FinalResponse
@@ -32,7 +32,7 @@ _KIND_LABEL = {
 
 
 @click.command()
-@click.argument("question")
+@click.argument("question", required=False)
 @click.option(
     "--user",
     "user_id",
@@ -80,7 +80,7 @@ _KIND_LABEL = {
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
 def ask(
-    question: str,
+    question: str | None,
     user_id: str,
     session_id: str | None,
     continue_session: bool,
@@ -90,13 +90,15 @@ def ask(
     deadline_s: float | None,
     as_json: bool,
 ) -> None:
-    """Ask a research question and print a cited answer."""
+    """Ask a research question and print a cited answer. QUESTION `-` (or none, with a question piped in) reads it
+    from stdin."""
     from pydantic import ValidationError
 
     from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 
     if continue_session and session_id is not None:
         raise click.UsageError("use either --continue (the last session) or --session ID, not both")
+    question = read_question(question)
     try:
         request = ResearchRequest(
             question=question,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from researchcrew.cli._common import echo_json, with_runtime
+from researchcrew.cli._common import echo_json, question_is_piped, read_question, with_runtime
 
 if TYPE_CHECKING:
     from researchcrew.contracts.deep import DeepProgressEvent, DeepRun, PlanDecision, ResearchPlan
@@ -238,6 +238,8 @@ def research(
     from researchcrew.contracts.request import ResearchRequest
 
     steering = answer is not None or approve_plan or cut or order or edit or add or cancel
+    if run_id is None and question_is_piped(question):
+        question = read_question(question, missing="give a QUESTION, or --run ID to continue a paused run")
     if run_id is None and not question:
         raise click.UsageError("give a QUESTION, or --run ID to continue a paused run")
     if run_id is not None and question:

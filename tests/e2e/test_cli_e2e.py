@@ -93,3 +93,25 @@ def test_ask_with_an_invalid_setting_ends_with_one_clear_line(tmp_path: Path) ->
     assert result.exit_code == 2  # a configuration error
     assert result.stderr.startswith("Error: invalid setting RESEARCHCREW_RETRIEVAL__NUM_RESULTS:")
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("argument", [["-"], []], ids=["dash", "no-argument"])
+def test_ask_reads_the_question_from_stdin(cli_data_dir: Path, argument: list[str]) -> None:
+    """`echo "question" | researchcrew ask` and `researchcrew ask -` ask the piped question, not a literal "-"."""
+    result = CliRunner().invoke(
+        cli,
+        ["ask", *argument, "--json", "--user", "ada"],
+        input=f"  {QUESTION}\n",
+        env=offline_environment(cli_data_dir),
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    response = FinalResponse.model_validate(json.loads(result.stdout))
+    assert response.query.text == QUESTION
+    assert response.citations
+
+
+def test_ask_with_nothing_piped_in_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["ask", "-"], input="  \n", env=offline_environment(tmp_path))
+    assert result.exit_code == 2
+    assert "the question read from stdin is empty" in result.stderr
