@@ -32,6 +32,8 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.db.engine import write_engine
+from researchcrew.db.job_tables import JobRow, RunItemRow, RunRow
 from researchcrew.errors import JobConflictError, JobNotFoundError, MemoryStoreError
 from researchcrew.jobs.contracts import (
     FINISHED_ITEM_STATUSES,
@@ -47,8 +49,6 @@ from researchcrew.jobs.contracts import (
     SourceFailureCount,
 )
 from researchcrew.jobs.schedule import next_slot, slot_key
-from researchcrew.jobs.tables import JobRow, RunItemRow, RunRow
-from researchcrew.memory.db import write_engine
 
 logger = logging.getLogger(__name__)
 

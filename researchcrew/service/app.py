@@ -21,11 +21,11 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from researchcrew.memory.accounts import Accounts
-from researchcrew.memory.chat_sessions import ChatSessions
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.batch import ServiceBatch
 from researchcrew.service.body_limit import BodyLimit
+from researchcrew.service.chat_sessions import ChatSessions
 from researchcrew.service.problems import install_problem_handlers
 from researchcrew.service.state import ServiceState
 from researchcrew.service.throttle import Throttle

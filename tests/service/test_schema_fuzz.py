@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from researchcrew.memory.accounts import Accounts
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
 from researchcrew.settings import Settings
 from tests.service.support import LiveServer, default_tools, live_server, service_settings

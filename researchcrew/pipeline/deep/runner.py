@@ -39,10 +39,10 @@ from researchcrew.errors import (
     DeepRunNotFoundError,
     DeepRunStateError,
 )
-from researchcrew.memory.deep_runs import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.pipeline.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
 from researchcrew.pipeline.deep.persistence import DeepRuns, StagedFlowPersistence
 from researchcrew.pipeline.deep.plan import apply_decision
+from researchcrew.pipeline.deep.store import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.pipeline.progress import events_then_result
 
 if TYPE_CHECKING:

@@ -27,9 +27,9 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from researchcrew.db.engine import write_engine
+from researchcrew.db.models import ApiKeyRow, ServiceUserRow
 from researchcrew.errors import MemoryStoreError, ResearchCrewError
-from researchcrew.memory.db import write_engine
-from researchcrew.memory.models import ApiKeyRow, ServiceUserRow
 from researchcrew.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
