@@ -10,7 +10,8 @@ Every method raises ``MemoryStoreError`` when the database cannot be reached or 
 
 Where things live: history and recall reads in ``exchanges.py`` (synchronous functions run by ``db.Reader``),
 the recall cache in ``recall.py``, the entity and preferences SQL in ``graph_store.py``, the outbox SQL in
-``outbox_store.py``, the tables in ``models.py`` and their history in ``migrations/``.
+``outbox_store.py``; the tables in ``researchcrew/db/models.py`` and their history in ``researchcrew/db/migrations/``.
+Export and forget cover every table keyed by the user, also other domains' (deep runs, chat sessions, jobs).
 """
 
 from __future__ import annotations
