@@ -74,6 +74,12 @@ class MemoryStoreError(ResearchCrewError):
     """The memory store (SQLite/PostgreSQL/Zep) refused an operation or is unreachable."""
 
 
+class MemoryStoreUnavailableError(MemoryStoreError):
+    """The memory store's database cannot be reached (connection refused, lost or timed out, its file cannot be
+    opened); retrying later may work. The service answers 503 with ``Retry-After``. The message names the operation
+    and the driver's words, never SQL or a password (``researchcrew.memory.failures``)."""
+
+
 class ModelUnavailableError(ResearchCrewError):
     """A model (embedding, reranker, LLM) could not be loaded or reached."""
 

@@ -16,7 +16,7 @@ the order that loses nothing: pending memory writes first, then the Zep outbox w
 the Zep client, the LLM's HTTP clients, the memory store, the knowledge base.
 
 Deep research runs (plan, research, follow references, report, quality check) stand on the same runtime:
-``await runtime.deep_research()`` gives their API (``researchcrew.pipeline.deep.runner``); the ``*_deep_run``
+``await runtime.deep_research()`` gives their API (``researchcrew.deep.runner``); the ``*_deep_run``
 methods here are its shortcuts. A quick answer may ask clarifying questions instead (``answer_kind ==
 "clarification"``); the next ``ask`` in the same session is then taken as the reply.
 """
@@ -45,12 +45,12 @@ if TYPE_CHECKING:
 
     from researchcrew.contracts.clarification import ClarificationAnswer
     from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
+    from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
-    from researchcrew.pipeline.deep.runner import DeepResearch, DeepResources
     from researchcrew.pipeline.remember.agent import MemoryAgent
     from researchcrew.pipeline.stages import ResearchStages
     from researchcrew.tools.limits import SharedLimits
@@ -385,9 +385,9 @@ class Runtime:
         """The deep research API on this runtime. Paused runs live in the memory database (any process with the
         same database can resume them); a runtime without a memory store (``remember=False``) keeps them in this
         process only."""
-        from researchcrew.pipeline.deep.persistence import DeepRuns, InProcessDeepRuns
-        from researchcrew.pipeline.deep.runner import DeepResearch
-        from researchcrew.pipeline.deep.store import DeepRunStore
+        from researchcrew.deep.persistence import DeepRuns, InProcessDeepRuns
+        from researchcrew.deep.runner import DeepResearch
+        from researchcrew.deep.store import DeepRunStore
 
         stages = await self.stages()
         async with self._lock("deep"):
@@ -411,9 +411,9 @@ class Runtime:
     async def _deep_resources(self) -> AsyncIterator[DeepResources]:
         """What one working segment of a deep run runs on. Its own LLM when the runtime builds the LLM from
         settings (so the run's token count is its own), else the one given; stages built on that LLM."""
+        from researchcrew.deep.runner import DeepResources
         from researchcrew.llm import build_llm
         from researchcrew.pipeline.assemble import assemble_stages
-        from researchcrew.pipeline.deep.runner import DeepResources
 
         await self.stages()
         tools = list(self._tools or [])

@@ -137,7 +137,22 @@ class RerankSettings(_Group):
     candidates: int = Field(default=50, ge=1, le=1000, description="How many fused candidates are reranked.")
 
 
-class FirecrawlSettings(_Group):
+class _SourceTimeout(_Group):
+    """A source whose one timeout defaults to ``retrieval.timeout_per_source_s`` (see ``Settings``)."""
+
+    timeout_s: float | None
+
+    @property
+    def effective_timeout_s(self) -> float:
+        """This source's timeout: its own setting, else the retrieval default. A whole ``Settings`` fills
+        ``timeout_s`` from ``retrieval.timeout_per_source_s``; a group built alone falls back to that field's
+        default."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        return float(RetrievalSettings.model_fields["timeout_per_source_s"].default)
+
+
+class FirecrawlSettings(_SourceTimeout):
     api_key: SecretStr | None = Field(
         default=None, description="Firecrawl API key; also read from FIRECRAWL_API_KEY. None: web search is off."
     )
@@ -151,11 +166,12 @@ class FirecrawlSettings(_Group):
     max_content_chars: int = Field(
         default=6000, ge=200, le=200_000, description="Page markdown longer than this is cut for one chunk."
     )
-    timeout_s: float = Field(
-        default=7.0,
+    timeout_s: float | None = Field(
+        default=None,
         gt=0,
         le=300,
-        description="Timeout for one Firecrawl HTTP request, in seconds; also sent as the server-side search timeout.",
+        description="The web source's one timeout, in seconds: it bounds a whole search, its HTTP request, and is "
+        "sent as Firecrawl's server-side budget. None: `retrieval.timeout_per_source_s`.",
     )
     max_concurrent: int | None = Field(
         default=None,
@@ -174,7 +190,7 @@ class FirecrawlSettings(_Group):
     )
 
 
-class ArxivSettings(_Group):
+class ArxivSettings(_SourceTimeout):
     api_url: str = Field(
         default="https://export.arxiv.org/api/query",
         description="arXiv API query URL. Overridable so tests can point the `arxiv` package at loopback.",
@@ -188,7 +204,13 @@ class ArxivSettings(_Group):
     cache_ttl_s: float = Field(default=3600.0, ge=0, description="How long identical queries are answered from cache.")
     cache_size: int = Field(default=256, ge=0, description="How many distinct queries are kept in the cache.")
     num_retries: int = Field(default=1, ge=0, le=5, description="Retries the `arxiv` client makes on a failed page.")
-    timeout_s: float = Field(default=7.0, gt=0, le=120, description="Timeout for one arXiv HTTP request, in seconds.")
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=120,
+        description="The arXiv source's one timeout, in seconds: it bounds a whole search and each of its HTTP "
+        "requests. None: `retrieval.timeout_per_source_s`.",
+    )
     max_response_mb: float = Field(
         default=32.0,
         gt=0,
@@ -409,6 +431,14 @@ class JobsSettings(_Group):
         description="A question being researched is leased to its worker for this long and the lease is renewed "
         "every third of it; when a worker dies its lease runs out and another worker takes the question over.",
     )
+    lease_poll_s: float = Field(
+        default=5.0,
+        ge=0.1,
+        le=600,
+        description="How often a live process (the server's embedded runner, each worker) looks for questions "
+        "whose lease ran out, or whose holder on this host died, and takes them over — no restart needed. A "
+        "question of a dead process ends at most `lease_s` plus this after its last renewal.",
+    )
     redelivery_after_s: float = Field(
         default=900.0,
         ge=5,
@@ -429,6 +459,14 @@ class JobsSettings(_Group):
         description="Whether `researchcrew serve` fires job schedules itself and runs them in its process. None: "
         "yes unless `redis.url` is set (a deployment with Redis runs `researchcrew scheduler` and workers instead).",
     )
+    startup_timeout_s: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long `researchcrew worker` and `researchcrew scheduler` keep trying to reach Redis and the "
+        "memory database at start-up (exponential backoff, one line per failed attempt) before they give up and "
+        "exit with code 1. 0: one attempt.",
+    )
     webhook_timeout_s: float = Field(default=10.0, gt=0, le=120, description="Timeout for one webhook POST.")
     webhook_attempts: int = Field(
         default=5, ge=1, le=20, description="Tries per finished-run webhook (backoff with jitter in between)."
@@ -440,6 +478,43 @@ class JobsSettings(_Group):
         pattern=r"^[A-Za-z0-9_.:-]+$",
         description="Name of the Redis stream of batch questions (prefixed with `redis.key_prefix`).",
     )
+
+
+class WebhooksSettings(_Group):
+    """Where the service may POST webhooks (jobs' `webhook_url`, kickoff's `crewWebhookUrl`). By default only to
+    public internet addresses: a URL naming this machine, a private network, a link-local or metadata address (in
+    any spelling, or through DNS) is refused when the job is created and again, after resolving it, at delivery."""
+
+    allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Private destinations this deployment wants webhooks to reach: networks (`10.0.0.0/8`, "
+        "`fd00::/8`, `10.1.2.3`) admit addresses, host names (`hooks.internal`; `*.corp.example` for its "
+        "subdomains) admit a host whatever it resolves to. In the environment a comma-separated list "
+        "(`10.0.0.0/8,hooks.internal`) or a JSON list. `0.0.0.0/0,::/0` turns the policy off (development only).",
+    )
+    resolve_timeout_s: float = Field(
+        default=5.0, gt=0, le=60, description="Timeout for resolving a webhook's host name at delivery."
+    )
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _parse_allow(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"not a JSON list ({error.msg}); write e.g. 10.0.0.0/8,hooks.internal") from None
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("allow")
+    @classmethod
+    def _allow_entries_parse(cls, value: list[str]) -> list[str]:
+        from researchcrew.net.addresses import parse_allow_entry
+
+        return [str(parse_allow_entry(entry)) for entry in value]
 
 
 class ConfidenceSettings(_Group):
@@ -501,6 +576,13 @@ class ConfidenceSettings(_Group):
         le=1,
         description="Support of recalled exchanges for a question about the conversation itself ('what did I ask "
         "before?'): they are exactly what was asked for.",
+    )
+    stated_fact_support: float = Field(
+        default=0.9,
+        ge=0,
+        le=1,
+        description="Support of the user's own statement of a fact for a question about that fact ('my project code "
+        "is X', then 'what is my project code?'): the user said it, which is exactly what was asked for.",
     )
 
     @model_validator(mode="after")
@@ -687,6 +769,9 @@ class Settings(BaseSettings):
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
     redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis: job queue and shared limits.")
     jobs: JobsSettings = Field(default_factory=JobsSettings, description="Scheduled batch research jobs.")
+    webhooks: WebhooksSettings = Field(
+        default_factory=WebhooksSettings, description="Where webhooks may go (public addresses, unless allowed)."
+    )
     follow_up: FollowUpSettings = Field(
         default_factory=FollowUpSettings, description="Follow-up questions rewritten to stand alone."
     )
@@ -730,6 +815,18 @@ class Settings(BaseSettings):
         if not names:
             raise ValueError(f"no source is enabled; name at least one of {', '.join(BUILTIN_SOURCE_TYPES)} (e.g. rag)")
         return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _one_timeout_per_source(self) -> Settings:
+        """Every source has one timeout: its own group's ``timeout_s`` when set, else
+        ``retrieval.timeout_per_source_s`` (the Knowledge base and memory have only the latter)."""
+        for name in ("firecrawl", "arxiv"):
+            group = getattr(self, name)
+            if group.timeout_s is None:
+                object.__setattr__(
+                    self, name, group.model_copy(update={"timeout_s": self.retrieval.timeout_per_source_s})
+                )
+        return self
 
     @field_validator("data_dir")
     @classmethod

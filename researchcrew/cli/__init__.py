@@ -68,6 +68,9 @@ def cli(verbose: int) -> None:
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from researchcrew.redaction import install_log_redaction
+
+    install_log_redaction()  # serve, worker, scheduler, ...: no credential in any log line
 
 
 def main(argv: list[str] | None = None) -> Any:

@@ -37,11 +37,13 @@ def load_settings(**overrides: Any) -> Settings:
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
-    from researchcrew.redaction import redact
+    from researchcrew.redaction import redact, remember_settings_secrets
     from researchcrew.settings import Settings
 
     try:
-        return Settings(**{key: value for key, value in overrides.items() if value is not None})
+        settings = Settings(**{key: value for key, value in overrides.items() if value is not None})
+        remember_settings_secrets(settings)  # masked in every message and log line from now on
+        return settings
     except ValidationError as error:
         problems = "; ".join(
             f"{setting_name(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in error.errors()

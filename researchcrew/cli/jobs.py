@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from researchcrew.jobs.api import Jobs
     from researchcrew.jobs.contracts import JobInfo, RunInfo
     from researchcrew.runtime import Runtime
+    from researchcrew.settings import Settings
 
 _USER = click.option(
     "--user",
@@ -318,6 +319,20 @@ def render_run(info: RunInfo) -> str:
     return "\n".join(lines)
 
 
+def _require_queue_servers(settings: Settings) -> None:
+    """Redis and the memory database answer (retried for ``jobs.startup_timeout_s``), or the command ends in one
+    line. Without a Redis URL the queue itself says what to set."""
+    from researchcrew.cli._startup import memory_database, redis, require
+    from researchcrew.errors import QueueUnavailableError
+    from researchcrew.jobs.queue import redis_broker
+
+    try:
+        redis_broker(settings)
+    except QueueUnavailableError as error:
+        raise click.ClickException(str(error)) from error
+    require([redis(settings), memory_database(settings)], retry_for_s=settings.jobs.startup_timeout_s)
+
+
 @click.command()
 @click.option("--processes", type=click.IntRange(1, 64), default=None, help="Worker processes (default: settings).")
 def worker(processes: int | None) -> None:
@@ -328,6 +343,7 @@ def worker(processes: int | None) -> None:
     from researchcrew.jobs.queue import run_workers
 
     settings = load_settings()
+    _require_queue_servers(settings)
     level = "DEBUG" if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else "INFO"
     try:
         code = run_workers(settings, processes=processes or settings.jobs.worker_processes, log_level=level)
@@ -345,6 +361,7 @@ def scheduler() -> None:
     from researchcrew.jobs.scheduling import run_scheduler_process
 
     settings = load_settings()
+    _require_queue_servers(settings)
     logging.getLogger("researchcrew.jobs").setLevel(logging.INFO)
     logging.getLogger("taskiq").setLevel(logging.INFO)
     started = time.monotonic()

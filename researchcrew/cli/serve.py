@@ -18,14 +18,19 @@ from researchcrew.cli._common import load_settings
 )
 def serve(host: str | None, port: int | None, workers: int | None, no_auth: bool) -> None:
     """Run the HTTP service: per-user sessions, answers as JSON or server-sent events."""
+    from researchcrew.cli._startup import memory_database, require
     from researchcrew.errors import ConfigurationError
-    from researchcrew.service.server import run
+    from researchcrew.service.server import check_deployment, run
 
     settings = load_settings()
     chosen = {"host": host, "port": port, "workers": workers, "auth": False if no_auth else None}
     service = settings.service.model_copy(update={key: value for key, value in chosen.items() if value is not None})
     settings = settings.model_copy(update={"service": service})
     try:
+        check_deployment(settings)
+        # The database first, in this process: unreachable, it is one line here rather than uvicorn's lifespan
+        # traceback (in every worker process). The same store is then opened by the app's lifespan.
+        require([memory_database(settings)])
         run(settings)
     except ConfigurationError as error:
         raise click.ClickException(str(error)) from error

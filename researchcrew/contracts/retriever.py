@@ -26,8 +26,22 @@ class RetrieverInput(Contract):
         default=None, description="Source types that are not called at all."
     )
     quality_threshold: UnitFloat = Field(default=0.6, description="Quality threshold handed on to the Evaluator.")
-    timeout_per_source: float = Field(default=7.0, gt=0, le=600, description="Seconds each source may take.")
-    num_results: int = Field(default=5, ge=1, le=100, description="Results asked of each source.")
+    timeout_per_source: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="Seconds each source may take. None: each source's configured timeout (settings).",
+    )
+    time_limit_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description="The most any source may take in this call (what the run has left); it caps each source's "
+        "timeout. None: no cap.",
+    )
+    num_results: int | None = Field(
+        default=None, ge=1, le=100, description="Results asked of each source. None: `retrieval.num_results`."
+    )
     tool_options: dict[SourceType, dict[str, Any]] = Field(
         default_factory=dict,
         description='Extra options per source type, e.g. {"web": {"domains": ["arxiv.org"]}, '

@@ -7,6 +7,6 @@
 * ``session`` — ``Sessions``: the read and write sessions (units of work) a repository opens.
 
 Each domain's repository lives beside its domain and stands on this package: ``memory/store.py`` (conversation
-memory), ``jobs/store.py``, ``service/accounts.py`` and ``service/chat_sessions.py``, ``pipeline/deep/store.py``.
+memory), ``jobs/store.py``, ``service/accounts.py`` and ``service/chat_sessions.py``, ``deep/store.py``.
 Nothing here imports from a domain (``tests/unit/test_layers.py``).
 """

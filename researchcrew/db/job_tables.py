@@ -1,4 +1,4 @@
-"""The batch-job tables (revision 0005): jobs, their runs, and one row per question of a run.
+"""The batch-job tables (revisions 0005, 0009): jobs, their runs, and one row per question of a run.
 
 They live in researchcrew's one database (SQLite by default, PostgreSQL at scale) and on its ``Base``, so that the
 Alembic migrations and ``tests/memory_store/test_migrations.py`` see one schema; their repository is
@@ -83,7 +83,10 @@ class RunItemRow(Base):
     """One question of one run and, once researched, its one result."""
 
     __tablename__ = "job_run_items"
-    __table_args__ = (Index("ix_job_run_items_run_status", "run_id", "status"),)
+    __table_args__ = (
+        Index("ix_job_run_items_run_status", "run_id", "status"),
+        Index("ix_job_run_items_status_lease", "status", "lease_until"),  # the sweep for leases that ran out
+    )
 
     run_id: Mapped[str] = mapped_column(ForeignKey("job_runs.id", ondelete="CASCADE"), primary_key=True)
     idx: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
@@ -94,6 +97,12 @@ class RunItemRow(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(128), default=None)
     lease_until: Mapped[datetime | None] = mapped_column(default=None)
+    # The lease holder's process (revision 0009, ``jobs/leases.py``): a process on the same host reclaims the
+    # leases of one that is provably dead at once, instead of waiting for ``lease_until``.
+    lease_host: Mapped[str | None] = mapped_column(String(255), default=None)
+    lease_pid: Mapped[int | None] = mapped_column(Integer, default=None)
+    lease_boot: Mapped[str | None] = mapped_column(String(64), default=None)
+    lease_process: Mapped[str | None] = mapped_column(String(64), default=None)
     started_at: Mapped[datetime | None] = mapped_column(default=None)
     finished_at: Mapped[datetime | None] = mapped_column(default=None)
     answered_by: Mapped[str | None] = mapped_column(String(128), default=None)  # the process that stored the result

@@ -5,7 +5,7 @@ must describe the head revision exactly (``tests/memory_store/test_migrations.py
 module gives the whole schema: conversation memory (``memory_*``), deep runs, the chat service's users, keys and
 sessions here, and the batch jobs' tables (``db/job_tables.py``). Each domain's repository lives beside its domain
 (``memory/store.py``, ``jobs/store.py``, ``service/accounts.py``, ``service/chat_sessions.py``,
-``pipeline/deep/store.py``). Every table carries the user's id so that recall, export and forget are one indexed
+``deep/store.py``). Every table carries the user's id so that recall, export and forget are one indexed
 filter per table and can never cross users.
 """
 

@@ -88,12 +88,19 @@ class Jobs:
         """A run this process finished: send its webhook (in process, with retries)."""
         if run.webhook_state != "pending":
             return
-        from researchcrew.jobs.webhooks import deliver
+        from researchcrew.jobs.webhooks import deliver, webhook_policy
 
         store = await self.store()
         job = await store.job_by_id(run.job_id)
         if job is not None and job.webhook_url and job.webhook_secret:
-            await deliver(run, url=job.webhook_url, secret=job.webhook_secret, store=store, settings=self.settings.jobs)
+            await deliver(
+                run,
+                url=job.webhook_url,
+                secret=job.webhook_secret,
+                store=store,
+                settings=self.settings.jobs,
+                policy=webhook_policy(self.settings),
+            )
 
     async def _queue(self) -> AsyncBroker:
         """The started Redis broker for sending work (its start declares the consumer group, so messages sent
@@ -146,7 +153,20 @@ class Jobs:
             )
         except ValidationError as error:
             raise JobInputError(_problems(error)) from None
+        if spec.webhook_url is not None:
+            self._check_webhook(str(spec.webhook_url))
         return await (await self.store()).create_job(user_id, spec)
+
+    def _check_webhook(self, url: str) -> None:
+        """The static half of the webhook address policy (scheme, user-info, local names, non-public addresses in
+        any spelling); delivery resolves the host and checks again."""
+        from researchcrew.jobs.webhooks import webhook_policy
+        from researchcrew.net.address_policy import AddressRefused
+
+        try:
+            webhook_policy(self.settings).check_url(url)
+        except AddressRefused as refused:
+            raise JobInputError(f"webhook_url: {refused}") from None
 
     def _questions(
         self, questions: Path | str | Sequence[str] | Sequence[JobQuestion] | LoadedQuestions
@@ -230,11 +250,22 @@ class Jobs:
         return await self.run_existing(run_id, on_progress=on_progress)
 
     async def run_existing(self, run_id: str, *, on_progress: Progress | None = None) -> RunInfo:
-        """Research the open questions of a run here: ``jobs.concurrency`` at once in this process, shared by every
-        run this object is researching."""
-        executor = await self.executor()
+        """Research the open questions of a run here until the run has ended: ``jobs.concurrency`` at once in this
+        process, shared by every run this object is researching. Questions leased by another process are left to
+        it; every ``jobs.lease_poll_s`` those whose holder died (on this host) or whose lease ran out are taken
+        over, so a crashed process's questions end without a restart."""
         store = await self.store()
-        pending = deque(await store.open_items(run_id))
+        while True:
+            await self._research_open(run_id, on_progress)
+            await store.finalize_run(run_id)  # a run with nothing left to do (e.g. all cancelled) ends here too
+            if (await store.run_row(run_id)).status not in ("queued", "running"):
+                return await store.get_run(run_id)
+            await asyncio.sleep(self.settings.jobs.lease_poll_s)
+            await store.reclaim_dead_leases()
+
+    async def _research_open(self, run_id: str, on_progress: Progress | None) -> None:
+        executor = await self.executor()
+        pending = deque(await (await self.store()).open_items(run_id))
 
         async def work() -> None:
             while pending:
@@ -252,12 +283,15 @@ class Jobs:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
             raise
-        await store.finalize_run(run_id)  # a run with nothing left to do (e.g. all cancelled) ends here too
-        return await store.get_run(run_id)
+
+    def running_here(self, run_id: str) -> bool:
+        """Whether this object is researching the run in its background."""
+        task = self._background.get(run_id)
+        return task is not None and not task.done()
 
     def run_in_background(self, run_id: str) -> None:
         """Research a run's open questions in this process's background (the embedded default)."""
-        if run_id in self._background and not self._background[run_id].done():
+        if self.running_here(run_id):
             return
 
         async def background() -> None:

@@ -15,6 +15,13 @@ from researchcrew.contracts.query import MAX_QUERY_CHARS, ResponseFormat
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
 from researchcrew.jobs.schedule import check_cron, check_timezone
+from researchcrew.redaction import public_text
+
+
+def _shown(value: Any) -> Any:
+    """A stored failure message as users may see it: no credential, no SQL (``researchcrew.redaction``)."""
+    return public_text(value)[:4_000] if isinstance(value, str) else value
+
 
 RunStatus = Literal["queued", "running", "completed", "partial", "failed", "cancelled"]
 ItemStatus = Literal["pending", "running", "answered", "uncertain", "failed", "cancelled"]
@@ -211,6 +218,11 @@ class RunInfo(Contract):
     webhook_state: WebhookState = Field(description="none, pending, delivered or failed.")
     webhook_error: str | None = Field(description="Why the last webhook delivery failed, if it did.")
 
+    @field_validator("webhook_error", mode="before")
+    @classmethod
+    def _safe_webhook_error(cls, value: Any) -> Any:
+        return _shown(value)
+
     @property
     def finished(self) -> bool:
         return self.status in FINISHED_RUN_STATUSES
@@ -224,7 +236,12 @@ class ItemFailure(Contract):
         "was refused by the guard; invalid_request: its options are wrong; error: an unexpected error; "
         "cancelled: the run was cancelled before it started."
     )
-    message: str = Field(max_length=4_000, description="What went wrong, for a person.")
+    message: str = Field(max_length=4_000, description="What went wrong, for a person (no credential, no SQL).")
+
+    @field_validator("message", mode="before")
+    @classmethod
+    def _safe_message(cls, value: Any) -> Any:
+        return _shown(value)
 
 
 class QuestionResult(Contract):

@@ -9,7 +9,9 @@ It is taskiq's own scheduler loop (``SchedulerLoop``) over the same schedule sou
 (``scheduling.JobScheduleSource``: slot identities, catch-up policy), sending to taskiq's ``InMemoryBroker``, whose
 one task creates the slot's run (once per slot, by the unique constraint) and researches it in the background
 with ``jobs.concurrency`` questions at once. On start it also resumes the in-process runs an earlier process left
-unfinished; on stop it cancels the loop and the background runs (questions in progress go back to pending).
+unfinished (taking back at once the questions a dead process of this host held), and every ``jobs.lease_poll_s``
+it takes over runs with questions nobody is researching; on stop it cancels the loop, the sweep and the
+background runs (questions in progress go back to pending).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class EmbeddedScheduler:
         self.resume = resume
         self._scheduler: TaskiqScheduler | None = None
         self._loop: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
         self.fired: list[str] = []  # run ids created by this scheduler, in order (for status and tests)
 
     @property
@@ -62,9 +65,11 @@ class EmbeddedScheduler:
         self._scheduler = scheduler
         if self.resume:
             store = await self.jobs.store()
+            await store.reclaim_dead_leases()  # the questions a crashed process of this host held: pending again
             for run_id in await store.unfinished_runs("in_process"):
                 logger.info("resuming run %s, left unfinished by an earlier process", run_id)
                 self.jobs.run_in_background(run_id)
+            self._sweeper = asyncio.create_task(self._sweep(), name="researchcrew-lease-sweep")
         loop = SchedulerLoop(scheduler)
         self._loop = asyncio.create_task(
             loop.run(update_interval=timedelta(seconds=self.refresh_s), loop_interval=timedelta(seconds=1)),
@@ -72,7 +77,32 @@ class EmbeddedScheduler:
         )
         logger.info("embedded scheduler started (schedules re-read every %.0f s)", self.refresh_s)
 
+    async def _sweep(self) -> None:
+        """Every ``jobs.lease_poll_s``: take back the leases of dead processes of this host, and research here
+        the in-process runs with open questions (pending, or leased by a holder whose lease ran out) that this
+        process is not researching yet — a run another process started and then died with, for one."""
+        from researchcrew.errors import MemoryStoreError
+
+        every_s = self.jobs.settings.jobs.lease_poll_s
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                store = await self.jobs.store()
+                await store.reclaim_dead_leases()
+                for run_id in await store.unfinished_runs("in_process"):
+                    if not self.jobs.running_here(run_id) and await store.open_items(run_id):
+                        logger.info("taking over run %s: it has questions nobody is researching", run_id)
+                        self.jobs.run_in_background(run_id)
+            except MemoryStoreError as error:
+                logger.warning("the lease sweep failed (tried again in %.0f s): %s", every_s, error)
+            except Exception:  # the outermost guard of a background loop: a bug must not end the sweeps for good
+                logger.exception("the lease sweep failed unexpectedly")
+
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)

@@ -2,7 +2,8 @@
 
 1. **Claim** the question's row (``JobStore.claim_item``). Answered already → nothing to do (a redelivery). Held
    by a live lease elsewhere → wait for that lease (the other worker finishes, or dies and its lease runs out and
-   this one takes over). Never two workers on one question at once.
+   this one takes over; a holder on this host that is provably dead loses it at once). Never two workers on one
+   question at once.
 2. **Research** it through the runtime, renewing the lease every third of ``jobs.lease_s``. When every source
    failed for a transient reason (timeout, unreachable, HTTP 429/5xx) it is tried again with exponential backoff
    and jitter (tenacity), up to ``jobs.attempts`` times; a permanent failure (refused question, options a tool
@@ -98,7 +99,8 @@ class QuestionExecutor:
         try:
             claim = await self.store.claim_item(run_id, index, token, self.settings.lease_s)
             while claim.state == "busy":
-                await asyncio.sleep(self._wait_for(claim.lease_until))
+                if not await self.store.reclaim_dead_leases():  # a dead holder here: take it over now
+                    await asyncio.sleep(self._wait_for(claim.lease_until))
                 claim = await self.store.claim_item(run_id, index, token, self.settings.lease_s)
         except asyncio.CancelledError:  # stopped while claiming: a claim that was stored is given back too
             await _despite_cancellation(self.store.release_item(run_id, index, token))

@@ -21,9 +21,9 @@ Each worker process opens one ``Runtime`` at start-up (``WORKER_STARTUP``) and c
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-import os
-import socket
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -52,8 +52,10 @@ STREAM_MAXLEN = 1_000_000  # entries kept in the stream (acknowledged ones inclu
 
 
 def process_name() -> str:
-    """How this process signs its leases: host and pid."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """How this process signs its leases and results: host and pid (``leases.this_process`` has the rest)."""
+    from researchcrew.jobs.leases import this_process
+
+    return this_process().name
 
 
 def redis_broker(settings: Settings) -> RedisStreamBroker:
@@ -98,6 +100,36 @@ class WorkerResources:
     runtime: Runtime
     store: JobStore
     executor: QuestionExecutor
+    sweeper: asyncio.Task[None] | None = None
+
+
+async def sweep_once(store: JobStore, broker: AsyncBroker) -> int:
+    """Give back the questions of queue runs whose holder died on this host or whose lease ran out, and send each
+    to the workers again (exactly one sweeper gives a question back, so it is sent once). In-process runs' questions
+    are given back too; the process that resumes them finds them pending."""
+    reclaimed = [*await store.reclaim_dead_leases(), *await store.release_expired("queue")]
+    sent = 0
+    for item in reclaimed:
+        if item.executor == "queue":
+            await kick(broker, TASK_ANSWER, run_id=item.run_id, index=item.index)
+            sent += 1
+    if sent:
+        logger.info("%d question(s) of dead or silent workers sent to the workers again", sent)
+    return sent
+
+
+async def sweep_leases(store: JobStore, broker: AsyncBroker, every_s: float) -> None:
+    """``sweep_once`` at start-up and every ``every_s`` until cancelled (a failed sweep is retried next time)."""
+    from researchcrew.errors import MemoryStoreError
+
+    while True:
+        try:
+            await sweep_once(store, broker)
+        except (MemoryStoreError, OSError) as error:
+            logger.warning("the lease sweep failed (tried again in %.0f s): %s", every_s, error)
+        except Exception:  # the outermost guard of a background loop: a bug must not end the sweeps for good
+            logger.exception("the lease sweep failed unexpectedly")
+        await asyncio.sleep(every_s)
 
 
 def _resources(context: Context) -> WorkerResources:
@@ -162,7 +194,7 @@ async def deliver_webhook(
     context: Context = TaskiqDepends(),  # noqa: B008
 ) -> bool:
     """POST a finished run to its job's webhook (retried with backoff inside; redelivered if this worker dies)."""
-    from researchcrew.jobs.webhooks import deliver
+    from researchcrew.jobs.webhooks import deliver, webhook_policy
 
     resources = _resources(context)
     run = await resources.store.get_run(run_id)
@@ -170,7 +202,12 @@ async def deliver_webhook(
     if job is None or not job.webhook_url or not job.webhook_secret or run.webhook_state != "pending":
         return False
     return await deliver(
-        run, url=job.webhook_url, secret=job.webhook_secret, store=resources.store, settings=resources.settings.jobs
+        run,
+        url=job.webhook_url,
+        secret=job.webhook_secret,
+        store=resources.store,
+        settings=resources.settings.jobs,
+        policy=webhook_policy(resources.settings),
     )
 
 
@@ -192,7 +229,11 @@ def worker_broker() -> AsyncBroker:
     settings from the environment, the tasks registered, the runtime opened at start-up and closed at shutdown."""
     from taskiq import TaskiqEvents
 
+    from researchcrew.redaction import install_log_redaction, remember_settings_secrets
+
     settings = Settings()
+    install_log_redaction()  # a worker process's log lines carry no credential either
+    remember_settings_secrets(settings)
     broker = redis_broker(settings)
     register_tasks(broker)
 
@@ -210,12 +251,18 @@ def worker_broker() -> AsyncBroker:
                 await kick(broker, TASK_WEBHOOK, run_id=run.id)
 
         executor = QuestionExecutor(runtime, store, settings.jobs, name=process_name(), on_run_finished=on_run_finished)
-        setattr(state, STATE_KEY, WorkerResources(settings, runtime, store, executor))
+        resources = WorkerResources(settings, runtime, store, executor)
+        resources.sweeper = asyncio.create_task(sweep_leases(store, broker, settings.jobs.lease_poll_s))
+        setattr(state, STATE_KEY, resources)
         logger.info("researchcrew worker %s ready", process_name())
 
     async def close_resources(state: TaskiqState) -> None:
         resources = getattr(state, STATE_KEY, None)
         if isinstance(resources, WorkerResources):
+            if resources.sweeper is not None:
+                resources.sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await resources.sweeper
             await resources.runtime.aclose()
 
     broker.add_event_handler(TaskiqEvents.WORKER_STARTUP, open_resources)

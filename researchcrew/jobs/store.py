@@ -4,9 +4,12 @@ It stands on the runtime's memory store (its engine; no second connection pool) 
 
 * **one result per question**: a question is researched by whoever holds its *lease* (``claim_item``: an atomic
   UPDATE that only succeeds on a pending question, or on one whose lease ran out — its worker died), and its
-  result is written only while that lease is still the writer's (``finish_item`` is fenced on ``lease_owner``).
-  A redelivered question finds its row answered and does nothing; a second worker whose copy arrived early waits
-  for the first one's lease instead of working in parallel.
+  result is written only while that lease is still the writer's (``finish_item`` is fenced on ``lease_owner``,
+  a token drawn per claim). A redelivered question finds its row answered and does nothing; a second worker whose
+  copy arrived early waits for the first one's lease instead of working in parallel.
+* **nothing stuck after a crash**: a lease names its holder process (``jobs/leases.py``); ``reclaim_dead_leases``
+  gives back at once the questions of a holder on this host that is provably dead, and ``release_expired`` those
+  whose lease ran out, each with a conditional UPDATE on the claim's token, so exactly one sweeper re-sends it.
 * **one run per schedule slot**: ``create_run`` inserts ``(job_id, slot_key)`` under a unique constraint.
 * **one finisher per run**: ``finalize_run`` moves a run to its final status with a conditional UPDATE, so exactly
   one caller learns that it ended the run (and sends its webhook).
@@ -48,6 +51,7 @@ from researchcrew.jobs.contracts import (
     Schedule,
     SourceFailureCount,
 )
+from researchcrew.jobs.leases import LeaseHolder, this_process
 from researchcrew.jobs.schedule import next_slot, slot_key
 
 logger = logging.getLogger(__name__)
@@ -94,6 +98,25 @@ class Claim:
     state: Literal["claimed", "finished", "busy", "missing"]
     item: RunItemRow | None = None  # when claimed
     lease_until: datetime | None = None  # when busy: until when the other holder's lease runs
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """A question given back by a sweep (pending again): which run, which question, and how the run executes."""
+
+    run_id: str
+    index: int
+    executor: str
+
+
+_NO_LEASE: dict[str, Any] = {
+    "lease_owner": None,
+    "lease_until": None,
+    "lease_host": None,
+    "lease_pid": None,
+    "lease_boot": None,
+    "lease_process": None,
+}
 
 
 @dataclass(frozen=True)
@@ -386,7 +409,12 @@ class JobStore:
 
     # Questions --------------------------------------------------------------------------------------------------
     @_guarded("claim_item")
-    async def claim_item(self, run_id: str, index: int, worker: str, lease_s: float) -> Claim:
+    async def claim_item(
+        self, run_id: str, index: int, worker: str, lease_s: float, *, holder: LeaseHolder | None = None
+    ) -> Claim:
+        """Lease a question to ``worker`` (a token of this claim) for ``lease_s``, recording ``holder`` (this
+        process unless given) so that a process on its host can tell when it died."""
+        holder = holder or this_process()
         now = _now()
         async with self._write.begin() as session:
             claimed = await session.execute(
@@ -403,6 +431,10 @@ class JobStore:
                     status="running",
                     lease_owner=worker,
                     lease_until=now + timedelta(seconds=lease_s),
+                    lease_host=holder.host,
+                    lease_pid=holder.pid,
+                    lease_boot=holder.boot,
+                    lease_process=holder.process,
                     attempts=RunItemRow.attempts + 1,
                     started_at=now,
                 )
@@ -450,8 +482,80 @@ class JobStore:
                     RunItemRow.status == "running",
                     RunItemRow.lease_owner == worker,
                 )
-                .values(status="pending", lease_owner=None, lease_until=None)
+                .values(status="pending", **_NO_LEASE)
             )
+
+    @_guarded("reclaim_dead_leases")
+    async def reclaim_dead_leases(self, me: LeaseHolder | None = None) -> list[Reclaimed]:
+        """Give back (pending again) the questions leased by processes of this host that are provably dead
+        (``LeaseHolder.outlived``): at start-up, and on every sweep, so that nobody waits for their leases."""
+        me = me or this_process()
+        async with self._read() as session:
+            holders_stmt = (
+                select(RunItemRow.lease_pid, RunItemRow.lease_boot, RunItemRow.lease_process)
+                .where(
+                    RunItemRow.status == "running",
+                    RunItemRow.lease_host == me.host,
+                    RunItemRow.lease_process.is_not(None),
+                    RunItemRow.lease_process != me.process,
+                )
+                .distinct()
+            )
+            holders = (await session.execute(holders_stmt)).all()
+            dead = [process for pid, boot, process in holders if me.outlived(pid, boot, process)]
+            if not dead:
+                return []
+            stmt = (
+                select(RunItemRow.run_id, RunItemRow.idx, RunItemRow.lease_owner, RunRow.executor)
+                .join(RunRow, RunRow.id == RunItemRow.run_id)
+                .where(RunItemRow.status == "running", RunItemRow.lease_process.in_(dead))
+            )
+            held = (await session.execute(stmt)).all()
+        reclaimed = await self._give_back(held)
+        if reclaimed:
+            logger.warning(
+                "took back %d question(s) leased by %d dead process(es) of this host", len(reclaimed), len(dead)
+            )
+        return reclaimed
+
+    @_guarded("release_expired")
+    async def release_expired(self, executor: str | None = None, *, limit: int = 500) -> list[Reclaimed]:
+        """Give back (pending again) the questions whose lease ran out — their holder died or lost touch —
+        of runs executed by ``executor`` (any when None)."""
+        async with self._read() as session:
+            stmt = (
+                select(RunItemRow.run_id, RunItemRow.idx, RunItemRow.lease_owner, RunRow.executor)
+                .join(RunRow, RunRow.id == RunItemRow.run_id)
+                .where(RunItemRow.status == "running", RunItemRow.lease_until < _now())
+            )
+            if executor is not None:
+                stmt = stmt.where(RunRow.executor == executor)
+            held = (await session.execute(stmt.limit(limit))).all()
+        reclaimed = await self._give_back(held, expired=True)
+        if reclaimed:
+            logger.warning("took back %d question(s) whose lease ran out", len(reclaimed))
+        return reclaimed
+
+    async def _give_back(self, held: Sequence[Any], *, expired: bool = False) -> list[Reclaimed]:
+        """Each (run, index, lease token, executor) pending again if that lease still holds it: one UPDATE per
+        question, fenced on the token, so that of several sweepers exactly one gives each question back."""
+        reclaimed = []
+        for run_id, index, owner, executor in held:
+            conditions = [
+                RunItemRow.run_id == run_id,
+                RunItemRow.idx == index,
+                RunItemRow.status == "running",
+                RunItemRow.lease_owner.is_(None) if owner is None else RunItemRow.lease_owner == owner,
+            ]
+            if expired:
+                conditions.append(RunItemRow.lease_until < _now())
+            async with self._write.begin() as session:
+                given = await session.execute(
+                    update(RunItemRow).where(*conditions).values(status="pending", **_NO_LEASE)
+                )
+            if given.rowcount == 1:  # type: ignore[attr-defined]
+                reclaimed.append(Reclaimed(run_id, index, executor))
+        return reclaimed
 
     @_guarded("finish_item")
     async def finish_item(self, run_id: str, index: int, worker: str, outcome: ItemOutcome) -> bool:
@@ -469,8 +573,7 @@ class JobStore:
                     **outcome.values(),
                     finished_at=_now(),
                     answered_by=worker.rsplit(":", 1)[0],
-                    lease_owner=None,
-                    lease_until=None,
+                    **_NO_LEASE,
                 )
             )
             return bool(stored.rowcount == 1)  # type: ignore[attr-defined]

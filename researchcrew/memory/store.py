@@ -48,6 +48,7 @@ from researchcrew.db.models import (
 )
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
 from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
+from researchcrew.memory.failures import store_failure
 from researchcrew.memory.recall import (
     DEFAULT_CACHE_MAX_VECTORS,
     DEFAULT_LEXICAL_WEIGHT,
@@ -111,7 +112,7 @@ def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
                 return await method(store, *args, **kwargs)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("memory store %s failed on %s: %s", operation, store.backend, error)
-                raise MemoryStoreError(f"memory store {operation} failed: {type(error).__name__}: {error}") from error
+                raise store_failure(f"memory store {operation}", error) from error
 
         return wrapper
 

@@ -45,8 +45,8 @@ from researchcrew.memory.zep_recall import (
     message_hits,
     ranked,
 )
+from researchcrew.net.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 from researchcrew.settings import ZepSettings
-from researchcrew.tools.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 
 logger = logging.getLogger(__name__)
 

@@ -68,12 +68,7 @@ def assemble_stages(
         retriever=RetrieverAgent(tools, settings=settings.retrieval),
         evaluator=EvaluatorAgent(settings.evaluation, llm=llm),
         fallback_evaluator=EvaluatorAgent(settings.evaluation),  # deterministic: no LLM adjudication
-        synthesizer=SynthesizerAgent(
-            llm,
-            timeout_s=2 * settings.llm.timeout_s,
-            structured_output=settings.llm.structured_output,
-            stream_when_watched=settings.llm.stream,
-        ),
+        synthesizer=SynthesizerAgent.from_settings(settings, llm),
         fallback_synthesizer=ExtractiveSynthesizer(),
         validate_citations=check,
         remember=schedule_memory,
@@ -81,8 +76,6 @@ def assemble_stages(
         **follow_up_options,
         clarify=evidence_clarifier(settings.clarification, llm),
         deadline_s=settings.retrieval.run_deadline_s,
-        timeout_per_source_s=settings.retrieval.timeout_per_source_s,
-        num_results=settings.retrieval.num_results,
         quality_threshold=settings.evaluation.quality_threshold,
         # With an LLM, keep time back from retrieval for generation; the extractive path needs milliseconds.
         synthesis_reserve_s=min(5.0, settings.llm.timeout_s) if llm else 0.3,
@@ -144,7 +137,7 @@ def default_tools(
     from researchcrew.tools.unavailable import UnavailableSource
     from researchcrew.tools.web import WebSearchTool
 
-    firecrawl_lease_s = settings.firecrawl.timeout_s + 10  # a killed holder's slot comes back after this
+    firecrawl_lease_s = settings.firecrawl.effective_timeout_s + 10  # a killed holder's slot comes back after this
     cap = limits.cap("firecrawl", settings.firecrawl.max_concurrent, lease_s=firecrawl_lease_s) if limits else None
     pacer = limits.pacer("arxiv", settings.arxiv.min_interval_s) if limits else None
     built: dict[str, Tool] = {

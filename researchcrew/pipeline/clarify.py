@@ -32,6 +32,7 @@ from researchcrew.contracts.clarification import (
 from researchcrew.contracts.query import MAX_QUERY_CHARS, Query
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
 from researchcrew.llm.fence import block
+from researchcrew.memory.statements import personal_question
 from researchcrew.text.terms import QUERY_STOP_WORDS, stem, term_words
 
 if TYPE_CHECKING:
@@ -476,8 +477,12 @@ def clarification_response(
 
 def looks_like_new_question(reply: str, question: str) -> bool:
     """A reply that is a question of its own about something else (shares no content word with the question),
-    rather than an answer to clarifying questions."""
+    rather than an answer to clarifying questions. A question about the user's own facts ("what is my project
+    code?") is always a new question: "my project code is X" got clarifying questions, and merging the two made
+    the question about the code a search for the statement."""
     text = reply.strip()
+    if personal_question(text) is not None:
+        return True
     if not (text.endswith("?") and _INTERROGATIVE.match(text) and len(text.split()) >= 4):
         return False
     asked = {stem(word) for word in term_words(question) if word not in QUERY_STOP_WORDS}

@@ -204,8 +204,7 @@ class ResearchFlow(Flow[ResearchState]):
                 session_id=query.session_id,
                 preferred_sources=request.preferred_sources or self.state.preferences.preferred_sources or None,
                 exclude_sources=request.exclude_sources or self.state.preferences.excluded_sources or None,
-                timeout_per_source=budget,
-                num_results=self._stages.num_results,
+                time_limit_s=budget,
                 tool_options=request.tool_options,
             )
         )

@@ -94,12 +94,7 @@ class RetrieverAgent:
     async def run(self, request: RetrieverInput) -> RetrieverOutput:
         """Ask every selected source concurrently; never raises except on cancellation."""
         started = time.perf_counter()
-        timeout = (
-            request.timeout_per_source
-            if "timeout_per_source" in request.model_fields_set
-            else self._settings.timeout_per_source_s
-        )
-        num_results = request.num_results if "num_results" in request.model_fields_set else self._settings.num_results
+        num_results = request.num_results if request.num_results is not None else self._settings.num_results
         excluded = set(request.exclude_sources or ())
 
         outcomes: dict[int, _Outcome] = {}
@@ -114,18 +109,32 @@ class RetrieverAgent:
                 selected.append((index, tool))
 
         if selected:
-            outcomes.update(await self._fan_out(selected, request, budget_s=timeout, num_results=num_results))
+            outcomes.update(await self._fan_out(selected, request, num_results=num_results))
 
         return self._assemble(request, outcomes, selected, started)
 
     # Fan-out ------------------------------------------------------------------------------------------------
+    def timeout_for(self, tool: Tool, request: RetrieverInput) -> float:
+        """The one timeout of one source: the request's when it sets one, else the source's own setting (e.g.
+        ``firecrawl.timeout_s``), else ``retrieval.timeout_per_source_s``; never more than the request's
+        ``time_limit_s``."""
+        if request.timeout_per_source is not None:
+            timeout = request.timeout_per_source
+        elif tool.timeout_s is not None:
+            timeout = tool.timeout_s
+        else:
+            timeout = self._settings.timeout_per_source_s
+        return timeout if request.time_limit_s is None else min(timeout, request.time_limit_s)
+
     async def _fan_out(
-        self, selected: list[tuple[int, Tool]], request: RetrieverInput, *, budget_s: float, num_results: int
+        self, selected: list[tuple[int, Tool]], request: RetrieverInput, *, num_results: int
     ) -> dict[int, _Outcome]:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + budget_s
+        now = loop.time()
+        budgets = {index: self.timeout_for(tool, request) for index, tool in selected}
         tasks: dict[asyncio.Task[_Outcome], tuple[int, Tool]] = {}
         for index, tool in selected:
+            budget_s = budgets[index]
             kwargs: dict[str, Any] = {
                 "num_results": num_results,
                 "user_id": request.user_id,
@@ -133,13 +142,14 @@ class RetrieverAgent:
                 **request.tool_options.get(tool.source_type, {}),
             }
             task = asyncio.create_task(
-                self._call(tool, request.query_text, budget_s, deadline, kwargs), name=f"retriever:{tool.name}"
+                self._call(tool, request.query_text, budget_s, now + budget_s, kwargs), name=f"retriever:{tool.name}"
             )
             tasks[task] = (index, tool)
 
         try:
             # Every task ends itself by its guard; the extra grace covers the step in which it unwinds.
-            _, pending = await asyncio.wait(tasks.keys(), timeout=budget_s + _GUARD_GRACE_S + _UNWIND_GRACE_S)
+            longest_s = max(budgets.values())
+            _, pending = await asyncio.wait(tasks.keys(), timeout=longest_s + _GUARD_GRACE_S + _UNWIND_GRACE_S)
         except asyncio.CancelledError:
             await self._cancel(tasks)
             raise
@@ -148,7 +158,7 @@ class RetrieverAgent:
 
         outcomes: dict[int, _Outcome] = {}
         for task, (index, tool) in tasks.items():
-            outcomes[index] = self._outcome_of(task, tool, budget_s)
+            outcomes[index] = self._outcome_of(task, tool, budgets[index])
             if task in pending or task.cancelled():  # never reported by _call
                 report_source(outcomes[index].report)
         return outcomes
@@ -193,9 +203,14 @@ class RetrieverAgent:
 
     @staticmethod
     def _checked(result: object, tool: Tool) -> list[ContextChunk]:
-        """A tool's answer must be a ToolResult of valid chunks; anything else is a ``bad_response``."""
+        """A tool's answer must be a ToolResult of valid chunks; anything else is a ``bad_response``.
+
+        ``Tool.search`` has validated the chunks already (once is enough); only a tool that overrides ``search``
+        has its chunks checked here."""
         if not isinstance(result, ToolResult):
             raise ToolError("bad_response", f"{tool.name} returned {type(result).__name__}, not a ToolResult")
+        if type(tool).search is Tool.search:
+            return list(result.chunks)
         return validate_chunks(result.chunks, tool)
 
     async def _cancel(self, tasks: Iterable[asyncio.Task[_Outcome]]) -> None:

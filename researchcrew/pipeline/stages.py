@@ -100,8 +100,6 @@ class ResearchStages:
     clarify: Clarifier = never_clarify  # asks instead of answering when warranted; the default always answers
     on_event: Callable[[ProgressEvent], None] = _ignore_event
     deadline_s: float = 30.0
-    timeout_per_source_s: float = 7.0
-    num_results: int = 5
     quality_threshold: float = 0.6
     synthesis_reserve_s: float = 0.5  # time kept back from retrieval for writing the answer
     llm: BaseLLM | None = field(default=None, repr=False)
@@ -116,8 +114,9 @@ class ResearchStages:
         return dataclasses.replace(self, on_event=on_event)
 
     def retrieval_budget_s(self, remaining_s: float) -> float:
-        """Per-source timeout for this retrieval: the configured one, cut so that synthesis still fits."""
-        return max(0.05, min(self.timeout_per_source_s, remaining_s - self.synthesis_reserve_s))
+        """The most any source may take in this retrieval (its ``time_limit_s``): what the run has left, less the
+        time kept for synthesis. Each source's own timeout comes from the settings (the Retriever applies it)."""
+        return max(0.05, remaining_s - self.synthesis_reserve_s)
 
     async def rewrite_follow_up(self, question: str, user_id: str, session_id: str, remaining_s: float) -> Rewrite:
         """The question to research: a follow-up made stand-alone from the session's summary, else the question

@@ -11,10 +11,16 @@ asks the question directly:
   about must be there ("gallium" is in no abstract of the demo corpus);
 * ``support = (1 − coverage_weight) × semantic + coverage_weight × coverage``.
 
-Conversation memory gets three more rules, because an earlier exchange quotes the user:
+Conversation memory is judged on what it is, not by word overlap with a research question, because an earlier
+exchange quotes the user:
 
 * an exchange recalled for a question *about the conversation* ("what did I ask before?") supports it fully
   (``conversation_support``): it is exactly what was asked for;
+* for a question about *the user's own facts* ("what is my project code?", "what's my name?", memory/statements.py)
+  the user's own statement of that fact ("my project code is BLUEFALCON-7731", recalled by tools/memory_recall.py
+  as a ``user_statement`` chunk) supports it fully (``stated_fact_support``), whatever the earlier answer was; every
+  other memory chunk supports it not at all — the assistant's earlier answers are not evidence of what the user
+  said about themself (basis ``not_stated``);
 * an earlier answer that claimed nothing (uncertainty, refusal, clarifying questions) supports nothing;
 * the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
   codename), except a clause that merely repeats the current question, which is not evidence of anything.
@@ -44,6 +50,7 @@ import numpy as np
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.errors import ModelUnavailableError
+from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
 from researchcrew.settings import ConfidenceSettings
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import content_terms, term_set
@@ -53,7 +60,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answer"]
+SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answer", "user_statement", "not_stated"]
 PASSAGE_CHARS = 1_000  # enough for the model's view of a passage; more text only costs time
 MEMORY_CLAUSES = 3  # of an earlier question
 MEMORY_SENTENCES = 2  # of an earlier answer (its opening says what it answered)
@@ -89,17 +96,51 @@ def coverage(question: str, chunk: ContextChunk) -> float:
     return sum(term in found for term in wanted) / len(wanted)
 
 
-async def relevance_support(question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
-    """Without a model: each source's own relevance stands in for support (the pre-issue-13 gate)."""
-    return {
-        chunk.chunk_id: Support(chunk.semantic_relevance, None, coverage(question, chunk), "source_relevance")
-        for chunk in chunks
-    }
+async def relevance_support(
+    question: str, chunks: Sequence[ContextChunk], settings: ConfidenceSettings | None = None
+) -> dict[str, Support]:
+    """Without a model: each source's own relevance stands in for support (the pre-issue-13 gate); conversation
+    memory is judged by the same rules as with the model (``memory_support``)."""
+    settings = settings or ConfidenceSettings()
+    asked = personal_question(question)
+    result: dict[str, Support] = {}
+    for chunk in chunks:
+        share = coverage(question, chunk)
+        judged = memory_support(asked, chunk, share, settings)
+        result[chunk.chunk_id] = judged or Support(chunk.semantic_relevance, None, share, "source_relevance")
+    return result
 
 
 def about_conversation(chunk: ContextChunk) -> bool:
     """A memory chunk recalled because the question is about the conversation itself."""
     return chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("recalled_as") == "conversation"
+
+
+def user_statement(chunk: ContextChunk) -> str | None:
+    """What the user said, for a memory chunk quoting the user's own statement (tools/memory_recall.py)."""
+    if chunk.source_type != MEMORY_SOURCE_TYPE or chunk.metadata.get("recalled_as") != "user_statement":
+        return None
+    said = chunk.metadata.get("statement")
+    return said if isinstance(said, str) and said.strip() else None
+
+
+def memory_support(
+    asked: PersonalQuestion | None, chunk: ContextChunk, share: float, settings: ConfidenceSettings
+) -> Support | None:
+    """The rules for conversation memory (module docstring), or None when the chunk is to be measured like any
+    other passage. ``asked``: the fact the question asks about the user, if it does."""
+    if chunk.source_type != MEMORY_SOURCE_TYPE:
+        return None
+    if about_conversation(chunk):
+        return Support(settings.conversation_support, None, share, "conversation")
+    if asked is not None:
+        said = user_statement(chunk)
+        if said is not None and stated_answers(said, asked):
+            return Support(settings.stated_fact_support, None, share, "user_statement")
+        return Support(0.0, None, share, "not_stated")
+    if chunk.metadata.get("answer_kind") in NO_ANSWER_KINDS:
+        return Support(0.0, None, share, "no_answer")
+    return None
 
 
 class EmbeddingSupport:
@@ -119,7 +160,7 @@ class EmbeddingSupport:
         except (ModelUnavailableError, RuntimeError, ValueError, OSError) as error:
             # The model failing mid-run must not sink the answer: fall back to the sources' own relevance.
             logger.warning("measuring support with the embedding model failed (%s); using source relevance", error)
-            return await relevance_support(question, chunks)
+            return await relevance_support(question, chunks, self.settings)
 
     def score(self, question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
         """The blocking part: embed what is not cached, in one batch."""
@@ -151,13 +192,12 @@ class EmbeddingSupport:
             key=lambda i: -chunks[i].semantic_relevance,
         )
         measured_memory = set(memory[:MEMORY_CHUNKS])
+        asked = personal_question(question)
         for index, chunk in enumerate(chunks):
             share = coverage(question, chunk)
-            if about_conversation(chunk):
-                fixed[index] = Support(self.settings.conversation_support, None, share, "conversation")
-                continue
-            if chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("answer_kind") in NO_ANSWER_KINDS:
-                fixed[index] = Support(0.0, None, share, "no_answer")
+            judged = memory_support(asked, chunk, share, self.settings)
+            if judged is not None:
+                fixed[index] = judged
                 continue
             if chunk.source_type == MEMORY_SOURCE_TYPE and index not in measured_memory:
                 fixed[index] = Support(
@@ -238,5 +278,7 @@ __all__ = [
     "SupportScorer",
     "about_conversation",
     "coverage",
+    "memory_support",
     "relevance_support",
+    "user_statement",
 ]

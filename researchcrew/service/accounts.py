@@ -29,7 +29,8 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from researchcrew.db.engine import write_engine
 from researchcrew.db.models import ApiKeyRow, ServiceUserRow
-from researchcrew.errors import MemoryStoreError, ResearchCrewError
+from researchcrew.errors import ResearchCrewError
+from researchcrew.memory.failures import store_failure
 from researchcrew.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ def guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
                 return await method(self, *args, **kwargs)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("%s failed: %s", operation, error)
-                raise MemoryStoreError(f"{operation} failed: {type(error).__name__}: {error}") from error
+                raise store_failure(operation, error) from error
 
         return wrapper
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from researchcrew.redaction import install_log_redaction, remember_settings_secrets
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.accounts import Accounts
 from researchcrew.service.batch import ServiceBatch
@@ -40,6 +41,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     """The service's app. ``runtime``: a runtime to stand on (tests, embedding apps; it is not closed by the app);
     else one is opened from ``settings`` with ``runtime_options`` (``tools=``, ``llm=``, ... as ``open_runtime``)."""
     settings = settings or Settings()
+    install_log_redaction()  # every log record of the process: no password, token or key in a log line
+    remember_settings_secrets(settings)  # the configured keys and URL passwords, masked wherever they appear
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

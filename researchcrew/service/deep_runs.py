@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Literal
 
 import anyio
@@ -26,6 +26,7 @@ from pydantic import Field
 
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun
 from researchcrew.contracts.request import ResearchRequest
+from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import (
     DeepResearchError,
     DeepRunExpiredError,
@@ -34,10 +35,10 @@ from researchcrew.errors import (
     PlanDecisionError,
     ResearchCrewError,
 )
-from researchcrew.pipeline.deep.runner import DeepResearch
 from researchcrew.service.problems import ApiProblem, problem_body
-from researchcrew.service.questions import MessageRequest, service_problem, sse, track
+from researchcrew.service.questions import MessageRequest, service_problem, track
 from researchcrew.service.state import ServiceState
+from researchcrew.service.streaming import cancel_and_wait, pump, sse
 from researchcrew.service.throttle import QuestionSlot
 
 logger = logging.getLogger(__name__)
@@ -138,7 +139,7 @@ class SegmentWork:
         try:
             await asyncio.wait({waiter, self.task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            waiter.cancel()
+            await cancel_and_wait(waiter)
         if self.task.done() or self.run_id is None:
             return await self.until_done()
         return await deep.get(self.run_id, user_id=user_id)
@@ -147,25 +148,16 @@ class SegmentWork:
         await asyncio.wait({self.task})
         return self.result()
 
-    async def stream(self, keep_alive_s: float) -> AsyncIterator[bytes]:
+    def stream(self, keep_alive_s: float) -> AsyncIterator[bytes]:
         """The segment's events as server-sent events, then the run, then ``done``. Closing it stops the segment."""
         number = 0
-        try:
-            while True:
-                getter = asyncio.ensure_future(self.events.get())
-                done, _ = await asyncio.wait(
-                    {getter, self.task}, timeout=keep_alive_s, return_when=asyncio.FIRST_COMPLETED
-                )
-                if getter in done:
-                    event = getter.result()
-                    number += 1
-                    yield sse(event_name(event), event.model_dump_json(exclude_none=True), number)
-                    continue
-                getter.cancel()
-                if self.task in done and self.events.empty():
-                    break
-                if not done:
-                    yield b": keep-alive\n\n"
+
+        def render(event: DeepProgressEvent) -> bytes:
+            nonlocal number
+            number += 1
+            return sse(event_name(event), event.model_dump_json(exclude_none=True), number)
+
+        def finish(_: asyncio.Task[DeepRun]) -> Iterator[bytes]:
             try:
                 run = self.result()
             except ApiProblem as problem:
@@ -174,12 +166,15 @@ class SegmentWork:
             else:
                 yield sse("run", run.model_dump_json(), number + 1)
             yield sse("done", "{}")
-        finally:
-            with anyio.CancelScope(shield=True):
-                if not self.task.done():
-                    self.task.cancel()
-                    logger.info("deep run event stream closed early; stopped the working segment")
-                    await asyncio.wait({self.task})
+
+        return pump(
+            self.task,
+            self.events,
+            keep_alive_s=keep_alive_s,
+            render=render,
+            finish=finish,
+            closed_early="deep run event stream closed early; stopped the working segment",
+        )
 
 
 def event_name(event: DeepProgressEvent) -> str:

@@ -5,6 +5,10 @@ validation errors, Starlette's HTTP errors (unknown route, wrong method) and any
 body: ``type``, ``title``, ``status``, ``detail`` (plus ``errors`` for invalid fields). A response never carries a
 stack trace, a request's input values or key material; an unexpected exception is logged with its traceback under
 an id the response names. Status codes are chosen here and in the routes, nowhere else.
+
+Every detail goes through ``researchcrew.redaction.public_text`` (no password, token or SQL leaves in one), and a
+store that cannot be reached is one mapping, ``store_problem``, wherever it surfaces (a route, a dependency such as
+the API-key check, a stream): 503 with ``Retry-After``, whose detail names the store and never the driver's words.
 """
 
 from __future__ import annotations
@@ -19,12 +23,16 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from researchcrew.redaction import public_text
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://researchcrew.dev/problems/"
+STORE_RETRY_AFTER_S = 5  # what a 503 for a store outage asks clients to wait
 
 
 class FieldProblem(BaseModel):
@@ -66,7 +74,10 @@ def problem_body(
 ) -> Problem:
     phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
     slug = kind or phrase.lower().replace(" ", "-").replace("'", "")
-    return Problem(type=PROBLEM_TYPE_BASE + slug, title=phrase, status=status, detail=detail, errors=errors)
+    if errors:
+        errors = [FieldProblem(location=e.location, message=public_text(e.message)) for e in errors]
+    safe = public_text(detail)
+    return Problem(type=PROBLEM_TYPE_BASE + slug, title=phrase, status=status, detail=safe, errors=errors)
 
 
 def problem_response(
@@ -134,9 +145,44 @@ async def _unexpected_problem(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def store_problem(error: BaseException) -> ApiProblem | None:
+    """The 503 (with ``Retry-After``) for a store the service cannot use, or None when ``error`` is not one: the
+    memory store (``MemoryStoreError``, or a database/connection failure that escaped its guards), the knowledge
+    base, the job queue. The detail names the store; the driver's message is logged, never answered."""
+    from researchcrew.errors import KnowledgeBaseError, MemoryStoreError, QueueUnavailableError
+    from researchcrew.memory.failures import is_outage
+
+    headers = {"Retry-After": str(STORE_RETRY_AFTER_S)}
+    if isinstance(error, MemoryStoreError) or (isinstance(error, SQLAlchemyError) and is_outage(error)):
+        detail = "The memory store is not reachable; retry shortly."
+        return ApiProblem(503, detail, headers=headers, kind="memory-unavailable")
+    if isinstance(error, KnowledgeBaseError):
+        detail = "The knowledge base is not reachable; retry shortly."
+        return ApiProblem(503, detail, headers=headers, kind="knowledge-unavailable")
+    if isinstance(error, QueueUnavailableError):
+        detail = "The job queue (Redis) is not reachable; retry shortly, or ask an operator to check it."
+        return ApiProblem(503, detail, headers=headers, kind="jobs-unavailable")
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        detail = "A store the service needs is not reachable; retry shortly."
+        return ApiProblem(503, detail, headers=headers, kind="store-unavailable")
+    return None
+
+
+async def _store_problem(request: Request, exc: Exception) -> JSONResponse:
+    problem = store_problem(exc)
+    if problem is None:
+        return await _unexpected_problem(request, exc)
+    logger.warning("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
+    return await _api_problem(request, problem)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
+    from researchcrew.errors import KnowledgeBaseError, MemoryStoreError, QueueUnavailableError
+
     # Starlette types handlers as taking any Exception; each of these is registered for its own class only.
     app.add_exception_handler(ApiProblem, cast(Any, _api_problem))
+    for store_error in (MemoryStoreError, KnowledgeBaseError, QueueUnavailableError, SQLAlchemyError, OSError):
+        app.add_exception_handler(store_error, _store_problem)
     app.add_exception_handler(RequestValidationError, cast(Any, _validation_problem))
     app.add_exception_handler(StarletteHTTPException, cast(Any, _http_problem))
     app.add_exception_handler(Exception, _unexpected_problem)

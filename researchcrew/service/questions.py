@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import aclosing
 from typing import Any, TypeVar
 
-import anyio
 from fastapi import Request
 from pydantic import Field
 
@@ -28,8 +28,9 @@ from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ResponseOptions
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ResearchCrewError
-from researchcrew.service.problems import ApiProblem, problem_body
+from researchcrew.service.problems import ApiProblem, problem_body, store_problem
 from researchcrew.service.state import ServiceState
+from researchcrew.service.streaming import cancel_and_wait, pump, sse
 from researchcrew.service.throttle import QuestionSlot
 
 logger = logging.getLogger(__name__)
@@ -106,12 +107,9 @@ async def answer_unless_disconnected(
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        watcher.cancel()
         if not task.done():
-            task.cancel()
             logger.info("client disconnected; cancelled the question of user %s", research.user_id)
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait({task})
+        await cancel_and_wait(watcher, task)
     if task.cancelled():
         return None
     return _result(task)
@@ -133,21 +131,15 @@ def _result(task: asyncio.Task[FinalResponse]) -> FinalResponse:
 
 def service_problem(error: ResearchCrewError) -> ApiProblem:
     """A failure of the service's own machinery (not of a source: those are reported in the answer)."""
-    from researchcrew.errors import ConfigurationError, KnowledgeBaseError, MemoryStoreError
+    from researchcrew.errors import ConfigurationError
 
-    if isinstance(error, MemoryStoreError):
-        return ApiProblem(503, "The memory store is not reachable; retry shortly.", kind="memory-unavailable")
-    if isinstance(error, KnowledgeBaseError):
-        return ApiProblem(503, "The knowledge base is not reachable; retry shortly.", kind="knowledge-unavailable")
+    outage = store_problem(error)  # the memory store, the knowledge base: 503 with Retry-After
+    if outage is not None:
+        logger.warning("a question failed on a store: %s: %s", type(error).__name__, error)
+        return outage
     if isinstance(error, ConfigurationError):
         return ApiProblem(500, f"The service is misconfigured: {error}", kind="misconfigured")
     return ApiProblem(500, f"The question could not be answered: {type(error).__name__}", kind="internal-error")
-
-
-def sse(event: str, data: str, event_id: int | None = None) -> bytes:
-    """One server-sent event. ``data`` is one line of JSON."""
-    head = f"event: {event}\n" + (f"id: {event_id}\n" if event_id is not None else "")
-    return f"{head}data: {data}\n\n".encode()
 
 
 async def event_stream(service: ServiceState, research: ResearchRequest, slot: QuestionSlot) -> AsyncIterator[bytes]:
@@ -155,34 +147,32 @@ async def event_stream(service: ServiceState, research: ResearchRequest, slot: Q
     client went away) cancels the question; the slot is given back either way."""
     events: asyncio.Queue[ProgressEvent] = asyncio.Queue()
     task = track(service, service.runtime.ask(research, on_event=events.put_nowait))
-    keep_alive = service.settings.service.keep_alive_s
     number = 0
-    try:
-        while True:
-            getter = asyncio.ensure_future(events.get())
-            done, _ = await asyncio.wait({getter, task}, timeout=keep_alive, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
-                event = getter.result()
-                number += 1
-                yield sse(event.kind, event.model_dump_json(exclude_none=True), number)
-                continue
-            getter.cancel()
-            if task in done and events.empty():
-                break
-            if not done:
-                yield b": keep-alive\n\n"
+
+    def render(event: ProgressEvent) -> bytes:
+        nonlocal number
+        number += 1
+        return sse(event.kind, event.model_dump_json(exclude_none=True), number)
+
+    def finish(done: asyncio.Task[FinalResponse]) -> Iterator[bytes]:
         try:
-            response = _result(task)
+            response = _result(done)
         except ApiProblem as problem:
             body = problem_body(problem.status, problem.detail, kind=problem.kind)
             yield sse("error", body.model_dump_json(exclude_none=True))
         else:
             yield sse("response", response.model_dump_json(), number + 1)
         yield sse("done", "{}")
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not task.done():
-                task.cancel()
-                logger.info("event stream closed early; cancelled the question of user %s", research.user_id)
-                await asyncio.wait({task})
-            await slot.release()
+
+    chunks = pump(
+        task,
+        events,
+        keep_alive_s=service.settings.service.keep_alive_s,
+        render=render,
+        finish=finish,
+        on_close=slot.release,
+        closed_early=f"event stream closed early; cancelled the question of user {research.user_id}",
+    )
+    async with aclosing(chunks):  # closing this stream closes the pump at once, not when it is collected
+        async for chunk in chunks:
+            yield chunk

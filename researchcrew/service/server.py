@@ -12,13 +12,51 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import sys
+from typing import TYPE_CHECKING, Any
 
-from researchcrew.errors import ConfigurationError
+from researchcrew.errors import ConfigurationError, ResearchCrewError
 from researchcrew.settings import Settings
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 
-FACTORY = "researchcrew.service.app:app_from_environment"
+FACTORY = "researchcrew.service.server:app_from_environment"
+
+
+class BriefStartupFailure:
+    """The app, with a start-up failure researchcrew raised on purpose (a store that cannot be reached, a setting
+    that cannot work) reported by uvicorn in one line instead of the traceback Starlette sends with
+    ``lifespan.startup.failed``. `serve` checks the memory database before uvicorn starts; this covers what can
+    still fail in the lifespan (each ``--workers`` process, a database gone in between)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_brief(message: Message) -> None:
+            # Starlette sends the failure from inside its ``except`` block: the error is the one being handled.
+            error = sys.exc_info()[1]
+            if message["type"] == "lifespan.startup.failed" and isinstance(error, ResearchCrewError):
+                from researchcrew.redaction import redact
+
+                message = {**message, "message": redact(f"researchcrew cannot start: {error}")}
+            await send(message)
+
+        await self.app(scope, receive, send_brief)
+
+
+def app_from_environment() -> Any:
+    """The app of each ``serve --workers`` process (``uvicorn --factory``): settings from the environment."""
+    from researchcrew.service.app import app_from_environment as build
+
+    return BriefStartupFailure(build())
 
 
 def is_loopback(host: str) -> bool:
@@ -65,7 +103,7 @@ def run(settings: Settings, *, log_level: str = "info") -> None:
     if service.workers == 1:
         from researchcrew.service.app import create_app
 
-        uvicorn.run(create_app(settings), **common)  # type: ignore[arg-type]
+        uvicorn.run(BriefStartupFailure(create_app(settings)), **common)  # type: ignore[arg-type]
         return
     # Worker processes read their settings from the environment: hand this command's choices over that way.
     os.environ["RESEARCHCREW_SERVICE__AUTH"] = "true" if service.auth else "false"

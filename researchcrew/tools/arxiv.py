@@ -16,8 +16,9 @@ Identical queries (query, num_results, sort_by) are answered from a bounded TTL 
 queries on one event loop share one request. Failures are not cached.
 
 The ``arxiv`` package has two gaps we fill through its only seam, ``Client._session``: it sends requests without a
-timeout (we set ``settings.timeout_s``), and on HTTP errors it keeps the status but drops the body, where arXiv puts
-its error message (``incorrect id format for abc``); our session keeps the last response so we can report it.
+timeout (we set the source's timeout, ``settings.effective_timeout_s``), and on HTTP errors it keeps the status but
+drops the body, where arXiv puts its error message (``incorrect id format for abc``); our session keeps the last
+response so we can report it.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ import requests
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
+from researchcrew.net.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 from researchcrew.settings import ArxivSettings
 from researchcrew.tools.base import Tool, rank_relevance
-from researchcrew.tools.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 
 if TYPE_CHECKING:
     from researchcrew.tools.limits import SharedPacer
@@ -229,9 +230,10 @@ class ArxivTool(Tool):
         """``spacer`` defaults to the process-wide one of the API host; ``shared_pacer`` paces it with other
         processes too (``tools/limits.py``); ``clock`` drives the cache's TTL."""
         self.settings = settings or ArxivSettings()
+        self.timeout_s = self.settings.effective_timeout_s
         self.spacer = spacer or spacer_for(self.settings.api_url, self.settings.min_interval_s, shared=shared_pacer)
         self._session = _PacedSession(
-            self.spacer, self.settings.timeout_s, int(self.settings.max_response_mb * MEGABYTE)
+            self.spacer, self.settings.effective_timeout_s, int(self.settings.max_response_mb * MEGABYTE)
         )
         # Pacing and retries are ours (the spacer, _fetch): the package's own per-client delay would only add a
         # second wait, and its retries would hold the worker instead of queueing behind other callers.
@@ -326,7 +328,8 @@ class ArxivTool(Tool):
         except ResponseTooLargeError as error:
             raise ToolError("bad_response", f"arXiv sent too much: {error}") from error
         except requests.Timeout as error:
-            raise ToolError("timeout", f"arXiv did not answer within {self.settings.timeout_s:g} s") from error
+            limit_s = self.settings.effective_timeout_s
+            raise ToolError("timeout", f"arXiv did not answer within {limit_s:g} s") from error
         except requests.ConnectionError as error:
             raise ToolError("unreachable", f"cannot reach arXiv at {host}: {type(error).__name__}") from error
         except (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError) as error:

@@ -51,6 +51,9 @@ class Tool(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
     source_type: ClassVar[str]
+    # This source's own timeout, when its settings give it one (the web and arXiv tools); None: the Retriever's
+    # `retrieval.timeout_per_source_s`. The Retriever passes the result as `search(timeout=...)`.
+    timeout_s: float | None = None
 
     # `timeout=` is part of the seed's tool interface; it is applied with asyncio.timeout below.
     async def search(self, query: str, *, timeout: float | None = None, **kwargs: Any) -> ToolResult:  # noqa: ASYNC109

@@ -17,6 +17,14 @@ from the conversation: the session's most recent exchanges (the user's, when the
 beside the topical matches, every chunk marked ``metadata["recalled_as"] = "conversation"`` so that the answer's
 confidence treats them as the first-hand evidence they are for such a question (pipeline/support.py).
 
+A question about the user's own facts ("what is my project code?", "what's my name?", "which database am I using?")
+is answered by what the user said (memory/statements.py): the user's latest messages (of all their sessions, or of
+this one for ``scope="session"``) and the recalled ones are read for statements that answer it ("my project code is
+BLUEFALCON-7731", "call me Zed", "I'm using Postgres for the database"), and each becomes one chunk,
+``memory:said:<response_id>:<n>``, quoting the user — ``You said: "my project code is BLUEFALCON-7731"`` — marked
+``metadata["recalled_as"] = "user_statement"``, newest first. The exchanges they came from are left out: the evidence
+is the user's words, not what the assistant answered then. Only the user's messages are read, never the answers.
+
 Failures are data: a store that cannot be reached is ``unreachable``, a missing embedding model
 ``not_configured``; a backend that raises ``ToolError`` itself (Zep) keeps its own kind.
 """
@@ -35,6 +43,7 @@ from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
 from researchcrew.errors import FailureKind, MemoryStoreError, ModelUnavailableError, ToolError
 from researchcrew.memory.recall import MemoryRecall
 from researchcrew.memory.records import EntityRecord, ExchangeRecord, RecalledExchange, RelationshipRecord
+from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
 from researchcrew.settings import MemorySettings
 from researchcrew.tools.base import Tool
 
@@ -44,6 +53,10 @@ MAX_RESULTS = 50
 MAX_ENTITIES = 5
 MAX_LINKS = 4
 CONVERSATION_RELEVANCE = 0.9  # a recent exchange, for a question about the conversation: what was asked for
+STATED_RELEVANCE = 0.95  # the user's own statement of the fact a question asks about them
+STATEMENT_SCAN = 100  # latest messages of the user read for statements of their facts
+MAX_STATEMENTS = 3  # statements of one fact returned (newest first: a fact the user restated may have changed)
+USER_STATEMENT = "user_statement"  # metadata["recalled_as"] of a chunk quoting the user
 
 
 @runtime_checkable
@@ -139,7 +152,10 @@ class MemoryTool(Tool):
             raise ToolError("invalid_request", f"min_relevance must be in [0, 1], not {threshold}")
         from researchcrew.pipeline.synthesize.extractive import asks_about_the_conversation
 
-        about_conversation = asks_about_the_conversation(query)
+        # "What did I say my project code was?" is about the conversation too; the fact asked for is what it wants.
+        asked = personal_question(query)
+        about_conversation = asked is None and asks_about_the_conversation(query)
+        stated: list[ContextChunk] = []
         try:
             recalled = await self.recall.recall(
                 user_id=user_id,
@@ -150,6 +166,9 @@ class MemoryTool(Tool):
             )
             if about_conversation:
                 recalled = await self._with_recent(recalled, user_id, session_id, num_results)
+            if asked is not None:
+                stated, sources = await self._statements(asked, recalled, user_id, session_id, scope)
+                recalled = [item for item in recalled if item.response_id not in sources]
             entity_chunk = await self._entity_chunk(query, user_id) if include_entities else None
         except ToolError:
             raise  # a backend that knows its failure kind (Zep) reports it itself
@@ -160,7 +179,7 @@ class MemoryTool(Tool):
         foreign = [item for item in recalled if item.user_id != user_id]
         if foreign:  # defence in depth: a backend bug must not leak another user's memory into this answer
             logger.error("memory recall for user %s returned %d items of other users; dropped", user_id, len(foreign))
-        chunks = [self._chunk(item, session_id=session_id) for item in recalled if item.user_id == user_id]
+        chunks = [*stated, *(self._chunk(item, session_id=session_id) for item in recalled if item.user_id == user_id)]
         if about_conversation:
             chunks = [
                 chunk.model_copy(update={"metadata": {**chunk.metadata, "recalled_as": "conversation"}})
@@ -186,6 +205,62 @@ class MemoryTool(Tool):
             if record.response_id not in known
         ]
         return [*latest, *recalled][: max(limit, len(latest))]
+
+    async def _statements(
+        self,
+        asked: PersonalQuestion,
+        recalled: list[RecalledExchange],
+        user_id: str,
+        session_id: str | None,
+        scope: Literal["user", "session"],
+    ) -> tuple[list[ContextChunk], set[str]]:
+        """Chunks quoting what the user said that answers ``asked``, newest first, and the exchanges they came
+        from. The user's latest messages are read when the backend keeps a history; the recalled ones always."""
+        messages: dict[str, ExchangeRecord | RecalledExchange] = {item.response_id: item for item in recalled}
+        history = self.recall
+        if isinstance(history, ConversationHistory):
+            narrowed = session_id if scope == "session" else None
+            for record in await history.history(user_id=user_id, session_id=narrowed, limit=STATEMENT_SCAN):
+                messages.setdefault(record.response_id, record)
+        newest = sorted((item for item in messages.values() if item.user_id == user_id), key=_said_at, reverse=True)
+        chunks: list[ContextChunk] = []
+        seen: set[str] = set()
+        sources: set[str] = set()
+        for item in newest:
+            for index, statement in enumerate(stated_answers(item.question, asked)):
+                sources.add(item.response_id)
+                folded = " ".join(statement.text.casefold().split())
+                if folded in seen or len(chunks) >= MAX_STATEMENTS:
+                    continue
+                seen.add(folded)
+                chunks.append(self._statement_chunk(item, index, statement.text, statement.value, session_id))
+        return chunks, sources
+
+    def _statement_chunk(
+        self, item: ExchangeRecord | RecalledExchange, index: int, text: str, value: str, session_id: str | None
+    ) -> ContextChunk:
+        same = item.session_id == session_id
+        when = item.asked_at or item.answered_at
+        return ContextChunk(
+            chunk_id=f"memory:said:{item.response_id}:{index}",
+            source_type=self.source_type,
+            content=f'You said: "{text}".',
+            semantic_relevance=STATED_RELEVANCE,
+            title="What you said " + ("earlier in this conversation" if same else "in an earlier conversation"),
+            source_id=item.response_id,
+            source_date=when,
+            metadata={
+                "recalled_as": USER_STATEMENT,
+                "speaker": "user",
+                "statement": text,
+                "value": value,
+                "session_id": item.session_id,
+                "same_session": same,
+                "asked_at": when.isoformat() if when else None,
+                "origin": item.origin if isinstance(item, RecalledExchange) else "local",
+            },
+            tool_name=self.name,
+        )
 
     async def _entity_chunk(self, query: str, user_id: str) -> ContextChunk | None:
         graph = self.recall
@@ -243,6 +318,11 @@ class MemoryTool(Tool):
             metadata=metadata,
             tool_name=self.name,
         )
+
+
+def _said_at(item: ExchangeRecord | RecalledExchange) -> float:
+    when = item.asked_at or item.answered_at
+    return when.timestamp() if when is not None else 0.0
 
 
 def _citation_summary(citation: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ page markdown (cut at a paragraph or sentence boundary) or, when no page content
 Without an API key and without a self-hosted ``api_url`` the tool is *not configured*: it fails at once with
 ``not_configured`` (no client is built, nothing is sent, nobody waits for a timeout).
 
-Time budget: the SDK is built with ``timeout=settings.timeout_s`` per HTTP request and a single attempt (its
+Time budget: the SDK is built with ``timeout=settings.effective_timeout_s`` per HTTP request and a single attempt (its
 retries would resend a timed-out search and double the wait, which never fits in the Retriever's per-source
 budget); the same budget goes to Firecrawl as the server-side search ``timeout`` so that it stops scraping when we
 stop waiting. ``Tool.search(timeout=...)`` still cuts the whole call.
@@ -30,9 +30,9 @@ import httpx
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
+from researchcrew.net.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 from researchcrew.settings import FirecrawlSettings
 from researchcrew.tools.base import Tool, rank_relevance
-from researchcrew.tools.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 
 if TYPE_CHECKING:
     from firecrawl import AsyncFirecrawl
@@ -79,6 +79,7 @@ class WebSearchTool(Tool):
         """``client`` overrides the one built from ``settings`` (tests, SDK users with their own client); ``cap``
         bounds concurrent searches (``settings.max_concurrent``, shared through Redis: ``tools/limits.py``)."""
         self.settings = settings or FirecrawlSettings()
+        self.timeout_s = self.settings.effective_timeout_s
         self._client = client if client is not None else _build_client(self.settings)
         self._cap = cap
 
@@ -117,7 +118,7 @@ class WebSearchTool(Tool):
         options: dict[str, Any] = {
             "limit": num_results,
             "sources": ["web"],
-            "timeout": int(self.settings.timeout_s * 1000),  # server-side budget, in ms
+            "timeout": int(self.settings.effective_timeout_s * 1000),  # server-side budget, in ms
         }
         include_domains = normalise_domains(domains)
         if include_domains:
@@ -218,7 +219,7 @@ def _build_client(settings: FirecrawlSettings) -> AsyncFirecrawl | None:
         # "" rather than None: with None the SDK reads FIRECRAWL_API_KEY itself; settings.py already did.
         api_key=key,
         api_url=(settings.api_url or FIRECRAWL_CLOUD_URL).rstrip("/"),
-        timeout=settings.timeout_s,
+        timeout=settings.effective_timeout_s,
         max_retries=1,  # the SDK counts attempts: 1 = no retry (see the module docstring)
         backoff_factor=0.0,
     )

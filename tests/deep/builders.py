@@ -13,7 +13,7 @@ from researchcrew.contracts import (
     ScoredChunk,
 )
 from researchcrew.contracts.deep import PlanItem, ResearchPlan
-from researchcrew.pipeline.deep.research import SubQuestionResult
+from researchcrew.deep.research import SubQuestionResult
 from researchcrew.pipeline.synthesize.citations import citation_for
 from researchcrew.testing import fake_chunk
 

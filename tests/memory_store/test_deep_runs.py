@@ -1,4 +1,4 @@
-"""Deep runs in the database (revision 0007, ``pipeline/deep/store.py``): every transition two processes could
+"""Deep runs in the database (revision 0007, ``deep/store.py``): every transition two processes could
 race for is one conditional update, a paused run survives reopening the store, and export and forget cover them."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from researchcrew.deep.store import DeepRunStore
 from researchcrew.memory.store import MemoryStore
-from researchcrew.pipeline.deep.store import DeepRunStore
 from tests.memory_store.conftest import Database
 
 

@@ -65,7 +65,9 @@ async def test_a_question_about_the_conversation_recalls_the_conversation(store:
 
 async def test_an_earlier_answer_kind_travels_with_the_recall(store: MemoryStore) -> None:
     await add(store, "ada", "s1", CODENAME_QUESTION, CODENAME_ANSWER)
-    result = await MemoryTool(store).search("What is my project codename?", user_id="ada")
+    # A research question: a question about the user's own codename is answered by their statement instead
+    # (tests/memory_logic/test_stated_facts.py).
+    result = await MemoryTool(store).search("Which project is BLUEFALCON-7731?", user_id="ada")
     [chunk] = result.chunks
     assert chunk.metadata["question"] == CODENAME_QUESTION
     assert chunk.metadata["answer_kind"] == "generated"

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from researchcrew.jobs.contracts import ItemFailure, QuestionResult, RunCounts, RunInfo
 from researchcrew.jobs.webhooks import SIGNATURE_HEADER, verify_signature
 from researchcrew.service.routes.kickoff import KickoffInputs, kickoff_status
+from researchcrew.settings import WebhooksSettings
 from tests.loopback.server import LoopbackServer, Reply, wait_until
 from tests.service.jobs_support import QUESTIONS, jobs_service, jobs_settings, poll
 from tests.service.support import ServiceHarness
@@ -115,16 +116,17 @@ async def test_an_unknown_or_another_users_kickoff_is_404(client: httpx.AsyncCli
     assert_problem(await client.get(f"/status/{kickoff_id}"), 401)
 
 
-async def test_the_crew_webhook_receives_the_finished_run_signed(
-    client: httpx.AsyncClient, app: ServiceHarness
-) -> None:
+async def test_the_crew_webhook_receives_the_finished_run_signed(tmp_path: Path) -> None:
+    # The receiver is on loopback, which the webhook address policy refuses unless the deployment allows it.
+    settings = jobs_settings(tmp_path).model_copy(update={"webhooks": WebhooksSettings(allow=["127.0.0.1"])})
     with LoopbackServer(lambda request: Reply.json({"ok": True})) as receiver:
-        body = {"inputs": {"question": QUESTIONS[0]}, "crewWebhookUrl": f"{receiver.url}/crew", "taskWebhookUrl": None}
-        response = await client.post("/kickoff", headers=app.auth("ada"), json=body)
-        assert response.status_code == 200, response.text
-        kickoff_id, secret = response.json()["kickoff_id"], response.json()["webhook_secret"]
-        await poll(client, f"/status/{kickoff_id}", app.auth("ada"), lambda status: status["status"] in FINISHED)
-        assert wait_until(lambda: bool(receiver.requests_to("/crew")), timeout_s=10)
+        async with jobs_service(settings) as app, app.client() as client:
+            body = {"inputs": {"question": QUESTIONS[0]}, "crewWebhookUrl": f"{receiver.url}/crew"}
+            response = await client.post("/kickoff", headers=app.auth("ada"), json={**body, "taskWebhookUrl": None})
+            assert response.status_code == 200, response.text
+            kickoff_id, secret = response.json()["kickoff_id"], response.json()["webhook_secret"]
+            await poll(client, f"/status/{kickoff_id}", app.auth("ada"), lambda status: status["status"] in FINISHED)
+            assert wait_until(lambda: bool(receiver.requests_to("/crew")), timeout_s=10)
     [delivery] = receiver.requests_to("/crew")
     assert verify_signature(secret, delivery.body, delivery.headers[SIGNATURE_HEADER.lower()])
     assert delivery.json()["run"]["id"] == kickoff_id and delivery.json()["run"]["status"] == "completed"

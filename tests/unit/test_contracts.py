@@ -42,6 +42,7 @@ from researchcrew.contracts import (
 )
 from researchcrew.contracts._base import Contract
 from researchcrew.contracts.query import MAX_QUERY_CHARS
+from researchcrew.settings import Settings
 
 WHEN = datetime(2025, 11, 13, 9, 30, tzinfo=UTC)
 
@@ -415,7 +416,13 @@ def test_source_types_are_normalised_and_validated() -> None:
 def test_seed_defaults() -> None:
     request = retriever_input()
     assert (request.preferred_sources, request.exclude_sources) == (None, None)
-    assert (request.quality_threshold, request.timeout_per_source) == (0.6, 7.0)
+    assert request.quality_threshold == 0.6
+    # The seed's 7 s per source and 5 results are the settings' defaults; a request leaves them unset (None) so
+    # that Settings -> assemble stays the only place a default lives.
+    assert (request.timeout_per_source, request.num_results) == (None, None)
+    settings = Settings()
+    assert (settings.retrieval.timeout_per_source_s, settings.retrieval.num_results) == (7.0, 5)
+    assert settings.firecrawl.timeout_s == settings.arxiv.timeout_s == 7.0
 
 
 # ContextChunk bounds (property tests) ------------------------------------------------------------------------

@@ -410,6 +410,54 @@ async def test_settings_give_the_defaults_and_an_explicit_request_wins() -> None
     assert fake.calls[1][1]["num_results"] == 2
 
 
+async def test_each_source_has_one_timeout_its_own_else_the_default_and_the_run_caps_it() -> None:
+    settings = RetrievalSettings(timeout_per_source_s=0.3)
+    own = HangingTool("web")
+    own.timeout_s = 0.1  # e.g. firecrawl.timeout_s
+    shared = HangingTool("arxiv")  # no timeout of its own: retrieval.timeout_per_source_s
+    retriever = RetrieverAgent([own, shared], settings=settings)
+
+    output = await retriever.run(request())
+    assert report(output, "web_fake").error_message == "web_fake did not answer within 0.1 s"
+    assert report(output, "arxiv_fake").error_message == "arxiv_fake did not answer within 0.3 s"
+
+    # What the run has left caps every source; it never lengthens one.
+    output = await retriever.run(request(time_limit_s=0.05))
+    assert report(output, "web_fake").error_message == "web_fake did not answer within 0.05 s"
+    assert report(output, "arxiv_fake").error_message == "arxiv_fake did not answer within 0.05 s"
+    output = await retriever.run(request(time_limit_s=5))
+    assert report(output, "web_fake").error_message == "web_fake did not answer within 0.1 s"
+
+    # An explicit per-request timeout replaces both.
+    output = await retriever.run(request(timeout_per_source=0.2))
+    assert report(output, "web_fake").error_message == "web_fake did not answer within 0.2 s"
+    assert report(output, "arxiv_fake").error_message == "arxiv_fake did not answer within 0.2 s"
+
+
+async def test_chunks_are_validated_once_on_their_way_out_of_a_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    validations: list[str] = []
+    original = ContextChunk.model_validate
+
+    def counting(value: Any, *args: Any, **kwargs: Any) -> ContextChunk:
+        validations.append(value["chunk_id"])
+        return original(value, *args, **kwargs)
+
+    monkeypatch.setattr(ContextChunk, "model_validate", counting)
+    output = await RetrieverAgent([FakeTool("rag", count=3)]).run(request())
+    assert len(output.aggregated_context.chunks) == 3
+    assert len(validations) == 3  # by Tool.search, once each; the Retriever trusts what Tool.search checked
+
+    # A tool that overrides search() skipped that check, so the Retriever makes it.
+    class OwnSearch(FakeTool):
+        async def search(self, query: str, *, timeout: float | None = None, **kwargs: Any) -> ToolResult:  # noqa: ASYNC109
+            chunks = [make_chunk("web", 1, chunk_id="own-1")]
+            return ToolResult(tool_name=self.name, source_type=self.source_type, chunks=chunks)
+
+    validations.clear()
+    output = await RetrieverAgent([OwnSearch("web")]).run(request())
+    assert validations == ["own-1"]
+
+
 def test_constructor_rejects_what_is_not_a_usable_tool() -> None:
     with pytest.raises(TypeError, match=r"tools\[1\] is a str"):
         RetrieverAgent([FakeTool("rag"), "web"])  # type: ignore[list-item]

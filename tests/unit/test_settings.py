@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from researchcrew.settings import (
     BUILTIN_SOURCE_TYPES,
+    FirecrawlSettings,
     RetrievalSettings,
     Settings,
     default_data_dir,
@@ -187,3 +188,11 @@ def test_misspelt_nested_variable_fails_fast(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("RESEARCHCREW_MILVUS__URL", "http://milvus:19530")  # the field is `uri`
     with pytest.raises(ValidationError, match=r"milvus\.url"):
         Settings()
+
+
+def test_a_source_without_its_own_timeout_takes_the_retrieval_default() -> None:
+    settings = Settings(retrieval={"timeout_per_source_s": 3.5}, arxiv={"timeout_s": 12})
+    assert settings.firecrawl.timeout_s == 3.5  # one number governs the web source: the shared default
+    assert settings.firecrawl.effective_timeout_s == 3.5
+    assert settings.arxiv.timeout_s == 12  # its own, when set
+    assert FirecrawlSettings().effective_timeout_s == RetrievalSettings().timeout_per_source_s

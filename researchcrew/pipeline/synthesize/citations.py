@@ -151,17 +151,18 @@ def memory_location(metadata: Mapping[str, object]) -> str | None:
     """Which conversation a recalled exchange comes from, from a memory chunk's metadata (tools/memory_recall.py).
 
     A person reading the Sources list cannot use the stored answer's id; "earlier in this conversation" tells them
-    where to look.
+    where to look. The user's own statement of a fact is cited as theirs: "you said, earlier in this conversation".
     """
     if metadata.get("origin") == "entity_graph":
         return "entities from your earlier conversations"
+    said = "you said, " if metadata.get("recalled_as") == "user_statement" else ""
     same_session = metadata.get("same_session")
     if same_session is True:
-        return "earlier in this conversation"
+        return said + "earlier in this conversation"
     if same_session is False:
         session_id = metadata.get("session_id")
         named = f" (session {session_id})" if isinstance(session_id, str) and session_id.strip() else ""
-        return "an earlier conversation" + named
+        return said + ("in an earlier conversation" if said else "an earlier conversation") + named
     return None
 
 

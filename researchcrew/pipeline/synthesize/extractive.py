@@ -7,6 +7,9 @@ are grouped by source document into sections (concise answers: one section) and 
 Disagreements found by the Evaluator are shown as perspectives: both claims quoted, each with its citation.
 Which sources are first-hand depends on the question: conversation memory for a question about the conversation
 ("What did I ask before?"), every other source otherwise; the others are quoted only when these have nothing on topic.
+A question about the user's own facts ("what is my project code?") that the user answered themself is answered by
+quoting them, newest statement first — ``You said: "my project code is BLUEFALCON-7731".`` — and nothing else
+(memory/statements.py); the assistant's earlier answers are never quoted as the user's words.
 
 The answer is labelled ``answer_kind="extractive"`` and its text opens with a line saying so.
 """
@@ -29,7 +32,9 @@ from researchcrew.contracts.synthesizer import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.memory.statements import personal_question, stated_answers
 from researchcrew.pipeline.progress import report_text
+from researchcrew.pipeline.support import user_statement
 from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
@@ -221,8 +226,39 @@ def perspective_sections(
     return sections
 
 
+MAX_STATED = 3
+
+
+def stated_claims(question: str, evidence: Sequence[ScoredChunk]) -> list[DraftClaim]:
+    """For a question about the user's own facts: the user's statements in the evidence that answer it, quoted and
+    cited, newest first (an older, different statement follows as "Before that, ..."). Empty otherwise."""
+    asked = personal_question(question)
+    if asked is None:
+        return []
+    found: list[tuple[float, int, str]] = []
+    for number, scored in enumerate(evidence, start=1):
+        said = user_statement(scored.chunk)
+        if said is None or not stated_answers(said, asked):
+            continue
+        when = scored.chunk.source_date.timestamp() if scored.chunk.source_date else 0.0
+        found.append((when, number, clean_text(said)[0]))
+    found.sort(key=lambda item: (-item[0], item[1]))
+    claims: list[DraftClaim] = []
+    quoted: set[str] = set()
+    for _, number, said in found:
+        if said.casefold() in quoted or len(claims) >= MAX_STATED:
+            continue
+        quoted.add(said.casefold())
+        lead = "You said" if not claims else "Before that, you said"
+        claims.append(DraftClaim(text=f'{lead}: "{said}".', citations=[number]))
+    return claims
+
+
 def extractive_draft(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> AnswerDraft:
     """The extractive answer as a draft whose citations index ``evidence`` (validated like any other draft)."""
+    stated = stated_claims(request.original_query.text, evidence)
+    if stated:
+        return AnswerDraft(sections=[DraftSection(heading="", perspective=None, claims=stated)])
     bounds = length_bounds(request)
     perspectives = perspective_sections(request.contradictions, evidence)
     avoid = [frozenset(content_terms(claim.text)) for section in perspectives for claim in section.claims]

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -128,10 +128,13 @@ class SynthesizerAgent:
         self.extractive = ExtractiveSynthesizer(max_evidence=max_evidence)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SynthesizerAgent:
-        """The LLM from ``settings.llm`` (None: extractive), with time for one generation and one repair."""
+    def from_settings(
+        cls, settings: Settings, llm: BaseLLM | Literal["from settings"] | None = "from settings"
+    ) -> SynthesizerAgent:
+        """The Synthesizer the settings describe, with time for one generation and one repair. ``llm``: the model
+        to write with (None: extractive); by default the one ``settings.llm`` builds. ``assemble`` builds it so."""
         return cls(
-            build_llm(settings.llm),
+            build_llm(settings.llm) if llm == "from settings" else llm,
             timeout_s=2 * settings.llm.timeout_s,
             structured_output=settings.llm.structured_output,
             stream_when_watched=settings.llm.stream,

@@ -24,8 +24,9 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from researchcrew.redaction import public_text
 from researchcrew.service.openai_compat.schema import ErrorBody, ErrorDetail
-from researchcrew.service.problems import ApiProblem
+from researchcrew.service.problems import ApiProblem, store_problem
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,8 @@ class OpenAIError(Exception):
 
     def body(self) -> ErrorBody:
         kind = _TYPES.get(self.status, "server_error" if self.status >= 500 else "invalid_request_error")
-        return ErrorBody(error=ErrorDetail(message=self.message, type=kind, param=self.param, code=self.code))
+        message = public_text(self.message)
+        return ErrorBody(error=ErrorDetail(message=message, type=kind, param=self.param, code=self.code))
 
     def response(self) -> JSONResponse:
         return JSONResponse(self.body().model_dump(mode="json"), status_code=self.status, headers=self.headers)
@@ -116,6 +118,10 @@ class OpenAIRoute(APIRoute):
                 detail = error.detail if isinstance(error.detail, str) and error.detail else "The request failed."
                 return OpenAIError(error.status_code, detail, headers=error.headers).response()
             except Exception as error:  # these routes' outermost guard: a bug still answers in OpenAI's shape
+                outage = store_problem(error)  # e.g. the API-key check when the memory store is down: 503
+                if outage is not None:
+                    logger.warning("%s %s: %s: %s", request.method, request.url.path, type(error).__name__, error)
+                    return OpenAIError.from_problem(outage).response()
                 incident = uuid.uuid4().hex[:12]
                 logger.error("unexpected error %s on %s %s", incident, request.method, request.url.path, exc_info=error)
                 message = f"The service failed unexpectedly; the error is logged as {incident}."

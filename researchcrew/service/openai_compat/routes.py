@@ -26,10 +26,10 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from typing import Annotated, Any
 
-import anyio
 from fastapi import APIRouter, Header, Path, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -75,6 +75,7 @@ from researchcrew.service.questions import (
     track,
 )
 from researchcrew.service.state import Service, ServiceState
+from researchcrew.service.streaming import pump
 from researchcrew.service.throttle import QuestionSlot
 
 logger = logging.getLogger(__name__)
@@ -304,24 +305,14 @@ async def _stream(
     stream (the client went away) cancels the question; the slot is given back either way."""
     events: asyncio.Queue[ProgressEvent] = asyncio.Queue()
     task = track(service, service.runtime.ask(research, on_event=events.put_nowait))
-    keep_alive = service.settings.service.keep_alive_s
-    try:
-        yield answer.chunk(Delta(role="assistant"))
-        while True:
-            getter = asyncio.ensure_future(events.get())
-            done, _ = await asyncio.wait({getter, task}, timeout=keep_alive, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
-                line = progress_line(getter.result())
-                if line:
-                    yield answer.chunk(Delta(reasoning_content=line + "\n"))
-                continue
-            getter.cancel()
-            if task in done and events.empty():
-                break
-            if not done:
-                yield b": keep-alive\n\n"
+
+    def render(event: ProgressEvent) -> bytes | None:
+        line = progress_line(event)
+        return answer.chunk(Delta(reasoning_content=line + "\n")) if line else None
+
+    def finish(done: asyncio.Task[FinalResponse]) -> Iterator[bytes]:
         try:
-            response = task.result()
+            response = done.result()
         except ResearchCrewError as error:
             problem = service_problem(error)
             yield _data(OpenAIError.from_problem(problem).body().model_dump_json())
@@ -337,10 +328,17 @@ async def _stream(
             if include_usage:
                 yield answer.usage(response)
         yield _data("[DONE]")
-    finally:
-        with anyio.CancelScope(shield=True):
-            if not task.done():
-                task.cancel()
-                logger.info("chat completion stream closed early; cancelled the question of user %s", research.user_id)
-                await asyncio.wait({task})
-            await slot.release()
+
+    chunks = pump(
+        task,
+        events,
+        keep_alive_s=service.settings.service.keep_alive_s,
+        render=render,
+        finish=finish,
+        opening=[answer.chunk(Delta(role="assistant"))],
+        on_close=slot.release,
+        closed_early=f"chat completion stream closed early; cancelled the question of user {research.user_id}",
+    )
+    async with aclosing(chunks):  # closing this stream closes the pump at once, not when it is collected
+        async for chunk in chunks:
+            yield chunk

@@ -19,8 +19,8 @@ from fastapi.responses import StreamingResponse
 
 from researchcrew.contracts.clarification import ClarificationAnswer
 from researchcrew.contracts.deep import DeepOptions, DeepRun, PlanDecision
+from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import MemoryStoreError, ResearchCrewError
-from researchcrew.pipeline.deep.runner import DeepResearch
 from researchcrew.service.auth import CurrentUser
 from researchcrew.service.deep_runs import SegmentWork, SessionMessage, deep_problem, deep_research, take_deep_slot
 from researchcrew.service.problems import ApiProblem, problem_responses

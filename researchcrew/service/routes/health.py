@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Literal
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from researchcrew.redaction import public_text
+from researchcrew.service.problems import STORE_RETRY_AFTER_S
 from researchcrew.service.state import Service
 
 if TYPE_CHECKING:
@@ -70,6 +72,7 @@ async def readyz(service: Service, response: Response) -> Readiness:
     ready = all(check.ok for check in checks.values())
     if not ready:
         response.status_code = 503
+        response.headers["Retry-After"] = str(STORE_RETRY_AFTER_S)
     return Readiness(ready=ready, checks=checks, sources=[tool.source_type for tool in tools])
 
 
@@ -95,5 +98,5 @@ async def _knowledge_base(knowledge_base: KnowledgeBase) -> Check:
     except TimeoutError:
         return Check(ok=False, detail=f"Milvus did not answer within {_CHECK_TIMEOUT_S:g} s")
     except KnowledgeBaseError as error:
-        return Check(ok=False, detail=str(error))
+        return Check(ok=False, detail=public_text(str(error)))
     return Check(ok=True, detail=f"Milvus answers ({chunks} chunks)")

@@ -11,6 +11,7 @@ set, on the workers. Results come as JSON, CSV, JSONL or a Markdown report (``?f
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
@@ -36,9 +37,11 @@ from researchcrew.jobs.contracts import (
 )
 from researchcrew.jobs.sources import LoadedQuestions, parse_questions
 from researchcrew.service.auth import CurrentUser
-from researchcrew.service.problems import ApiProblem, problem_responses
+from researchcrew.service.problems import ApiProblem, problem_responses, store_problem
 from researchcrew.service.state import Service, ServiceState
 from researchcrew.service.uploads import MULTIPART, read_upload
+
+logger = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1", tags=["jobs"], responses=problem_responses(400, 401, 413, 422, 429, 503))
 
@@ -66,7 +69,9 @@ def job_problems() -> Iterator[None]:
     except JobConflictError as error:
         raise ApiProblem(409, str(error), kind="job-conflict") from None
     except (QueueUnavailableError, MemoryStoreError) as error:
-        raise ApiProblem(503, str(error), kind="jobs-unavailable") from None
+        logger.warning("a job operation failed on a store: %s: %s", type(error).__name__, error)
+        problem = store_problem(error)  # 503 with Retry-After; the detail names the store, not the driver's words
+        raise (problem or ApiProblem(503, "A store the service needs is not reachable.")) from None
 
 
 class QuestionFile(BaseModel):

@@ -16,8 +16,9 @@ A kickoff is a one-off job (named ``kickoff-<id>``, listed with the user's jobs)
 — ``question`` or ``questions``, plus any ``ask()`` option by name — and one run of it, started as
 ``POST /v1/jobs/{job}/runs`` starts runs. ``crewWebhookUrl`` (or ``webhooks.url``) becomes the job's webhook: the
 finished run is POSTed there signed and retried (``researchcrew.jobs.webhooks``), with the secret returned by the
-kickoff. Per-task and per-step webhooks (``taskWebhookUrl``, ``stepWebhookUrl``, ``webhooks.events``) are accepted
-for compatibility and not called: a run reports once, when it ends.
+kickoff; a URL the webhook address policy refuses (public addresses only, unless ``webhooks.allow`` says
+otherwise) is a 422. Per-task and per-step webhooks (``taskWebhookUrl``, ``stepWebhookUrl``, ``webhooks.events``)
+are accepted for compatibility and not called: a run reports once, when it ends.
 """
 
 from __future__ import annotations
@@ -203,6 +204,8 @@ async def kickoff(service: Service, user: CurrentUser, body: KickoffRequest) -> 
     questions = [given.question] if given.question is not None else list(given.questions or [])
     options = QuestionOptions.model_validate(given.model_dump(exclude={"question", "questions"}, exclude_none=True))
     webhook = body.crewWebhookUrl or (body.webhooks.url if body.webhooks is not None else None)
+    if webhook is not None:
+        _check_webhook(service, "crewWebhookUrl" if body.crewWebhookUrl else "webhooks.url", str(webhook))
     if body.taskWebhookUrl or body.stepWebhookUrl or (body.webhooks is not None and body.webhooks.events):
         logger.info("kickoff for %s: task/step webhooks and event streaming are not offered", user.user_id)
     with job_problems():
@@ -220,6 +223,17 @@ async def kickoff(service: Service, user: CurrentUser, body: KickoffRequest) -> 
             await service.jobs.remove(user.user_id, created.job.id)  # no orphan job for a run that never started
         raise
     return KickoffStarted(kickoff_id=run.id, webhook_secret=created.webhook_secret)
+
+
+def _check_webhook(service: Service, field: str, url: str) -> None:
+    """A completion webhook the address policy refuses is a 422 naming the field (delivery checks again)."""
+    from researchcrew.jobs.webhooks import webhook_policy
+    from researchcrew.net.address_policy import AddressRefused
+
+    try:
+        webhook_policy(service.settings).check_url(url)
+    except AddressRefused as refused:
+        raise ApiProblem(422, f"{field}: {refused}", kind="invalid-request") from None
 
 
 @router.get(

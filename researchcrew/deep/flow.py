@@ -43,6 +43,12 @@ from researchcrew.contracts.deep import (
     SubQuestionReport,
 )
 from researchcrew.contracts.request import ResearchRequest
+from researchcrew.deep.budget import Budget, Exhausted
+from researchcrew.deep.follow import ReferenceFollower
+from researchcrew.deep.plan import apply_decision, llm_plan, read_decision, rule_plan
+from researchcrew.deep.quality import score_report, sections_by_position
+from researchcrew.deep.report import ReportDraft, assemble_report, extractive_retry, llm_retry
+from researchcrew.deep.research import SubQuestionResult, research_sub_question
 from researchcrew.pipeline.clarify import (
     clarification_reason,
     llm_clarification,
@@ -50,12 +56,6 @@ from researchcrew.pipeline.clarify import (
     rule_clarification,
     summarize_evidence,
 )
-from researchcrew.pipeline.deep.budget import Budget, Exhausted
-from researchcrew.pipeline.deep.follow import ReferenceFollower
-from researchcrew.pipeline.deep.plan import apply_decision, llm_plan, read_decision, rule_plan
-from researchcrew.pipeline.deep.quality import score_report, sections_by_position
-from researchcrew.pipeline.deep.report import ReportDraft, assemble_report, extractive_retry, llm_retry
-from researchcrew.pipeline.deep.research import SubQuestionResult, research_sub_question
 from researchcrew.pipeline.evidence_gate import evidence_confidence
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 session_id=request.session_id,
                 preferred_sources=request.preferred_sources,
                 exclude_sources=request.exclude_sources,
-                timeout_per_source=max(0.05, min(stages.timeout_per_source_s, self.budget.remaining_s() / 2)),
+                time_limit_s=max(0.05, self.budget.remaining_s() / 2),
                 num_results=self._run.settings.deep.probe_results,
                 tool_options=request.tool_options,
             )

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from researchcrew.contracts import FinalResponse, ProgressEvent, Query, ScoredChunk, UserPreferences
 from researchcrew.contracts.deep import FollowedReference, PlanItem, SubQuestionStatus
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest
+from researchcrew.deep.budget import Budget
+from researchcrew.deep.follow import FollowingRetriever, ReferenceFollower
 from researchcrew.pipeline.clarify import never_clarify
-from researchcrew.pipeline.deep.budget import Budget
-from researchcrew.pipeline.deep.follow import FollowingRetriever, ReferenceFollower
 
 if TYPE_CHECKING:
     from researchcrew.pipeline.stages import ResearchStages

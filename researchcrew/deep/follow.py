@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.deep import FollowedReference, ReferenceOutcome
 from researchcrew.contracts.retriever import RetrieverInput, RetrieverOutput
-from researchcrew.pipeline.deep.references import (
+from researchcrew.deep.references import (
     DetectedReference,
     detect_references,
     entry_target,
@@ -420,9 +420,10 @@ class FollowingRetriever:
     async def run(self, request: RetrieverInput) -> RetrieverOutput:
         output = await self.inner.run(request)
         chunks = output.aggregated_context.chunks
-        kept = await self.follower.follow(
-            self.index, self.sub_question, chunks, time_limit_s=request.timeout_per_source
-        )
+        # The follower may take as long as the retrieval could: the run's cap, else the request's own timeout, else
+        # a sub-question's deadline.
+        limit = request.time_limit_s or request.timeout_per_source or self.follower.settings.subquestion_deadline_s
+        kept = await self.follower.follow(self.index, self.sub_question, chunks, time_limit_s=limit)
         if not kept:
             return output
         context = output.aggregated_context.model_copy(update={"chunks": [*chunks, *kept]})

@@ -33,16 +33,16 @@ from researchcrew.contracts import MemoryInput, Query, UserPreferences
 from researchcrew.contracts.clarification import ClarificationAnswer, ClarificationRequest
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepReport, DeepRun, PlanDecision, ResearchPlan
 from researchcrew.contracts.request import ResearchRequest
+from researchcrew.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
+from researchcrew.deep.persistence import DeepRuns, StagedFlowPersistence
+from researchcrew.deep.plan import apply_decision
+from researchcrew.deep.store import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.errors import (
     DeepRunExpiredError,
     DeepRunForbiddenError,
     DeepRunNotFoundError,
     DeepRunStateError,
 )
-from researchcrew.pipeline.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
-from researchcrew.pipeline.deep.persistence import DeepRuns, StagedFlowPersistence
-from researchcrew.pipeline.deep.plan import apply_decision
-from researchcrew.pipeline.deep.store import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.pipeline.progress import events_then_result
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from researchcrew.db.models import DeepRunRow
 from researchcrew.db.session import Sessions
-from researchcrew.errors import MemoryStoreError
+from researchcrew.memory.failures import store_failure
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
                 return await method(store, *args, **kwargs)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("deep run store %s failed: %s", operation, error)
-                raise MemoryStoreError(f"deep run store {operation} failed: {type(error).__name__}: {error}") from error
+                raise store_failure(f"deep run store {operation}", error) from error
 
         return wrapper
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from researchcrew.contracts import ContradictionRecord, FilteredContext, FinalResponse, Query, ScoredChunk
 from researchcrew.contracts.deep import ResearchPlan
 from researchcrew.contracts.synthesizer import AnswerDraft, AnswerKind, DraftClaim, DraftSection, SynthesizerInput
+from researchcrew.deep.research import SubQuestionResult
 from researchcrew.llm.fence import block
-from researchcrew.pipeline.deep.research import SubQuestionResult
 from researchcrew.pipeline.evaluate.contradictions import detect_contradictions
 from researchcrew.pipeline.synthesize import prompts
 from researchcrew.pipeline.synthesize.extractive import extractive_draft, perspective_sections

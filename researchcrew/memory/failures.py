@@ -1,0 +1,61 @@
+"""What a database failure of the memory store means: an outage (retry later) or a failed operation.
+
+Every guard around the store's database calls (``accounts``, ``chat_sessions``, ``store``, ``deep_runs``) turns
+SQLAlchemy's and the driver's exceptions into one of two errors with ``store_failure``:
+
+* ``MemoryStoreUnavailableError`` when the database cannot be reached: connection refused, lost or timed out, the
+  server shutting down, the SQLite file that cannot be opened (SQLAlchemy's ``OperationalError`` and
+  ``InterfaceError``, a ``DBAPIError`` that invalidated its connection, ``ConnectionError``/``TimeoutError``);
+* ``MemoryStoreError`` otherwise.
+
+Either message names the operation and the driver's own words, masked by ``researchcrew.redaction``: never the SQL
+statement or its parameters (SQLAlchemy puts both into ``str(error)``), never a password.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
+from researchcrew.errors import MemoryStoreError, MemoryStoreUnavailableError
+from researchcrew.redaction import public_text
+
+_MAX_CHAIN = 8
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` (or what it was raised from) says the database cannot be reached right now."""
+    current: BaseException | None = error
+    for _ in range(_MAX_CHAIN):
+        if current is None:
+            return False
+        if isinstance(current, MemoryStoreUnavailableError):
+            return True
+        if isinstance(current, (OperationalError, InterfaceError)):
+            return True
+        if isinstance(current, DBAPIError) and current.connection_invalidated:
+            return True
+        if isinstance(current, (ConnectionError, TimeoutError, socket.gaierror)):
+            return True
+        current = current.__cause__
+    return False
+
+
+def driver_reason(error: BaseException) -> str:
+    """The driver's words for ``error``, without the statement, its parameters or a credential."""
+    cause = error.orig if isinstance(error, DBAPIError) and error.orig is not None else error
+    text = str(cause).strip()
+    return public_text(f"{type(cause).__name__}: {text}" if text else type(cause).__name__)
+
+
+def store_failure(operation: str, error: BaseException) -> MemoryStoreError:
+    """The error to raise for ``error`` met while ``operation`` (e.g. "checking an API key") ran."""
+    if is_outage(error):
+        return MemoryStoreUnavailableError(
+            f"{operation} failed: the database cannot be reached ({driver_reason(error)})"
+        )
+    return MemoryStoreError(f"{operation} failed: {driver_reason(error)}")
+
+
+__all__ = ["driver_reason", "is_outage", "store_failure"]
