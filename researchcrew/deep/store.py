@@ -26,9 +26,9 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from researchcrew.db.failures import store_failure
 from researchcrew.db.models import DeepRunRow
 from researchcrew.db.session import Sessions
-from researchcrew.memory.failures import store_failure
 
 logger = logging.getLogger(__name__)
 

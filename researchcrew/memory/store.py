@@ -33,6 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from researchcrew.db import session as db_session
 from researchcrew.db.engine import Reader, create_engine, dialect_insert, upgrade
+from researchcrew.db.failures import store_failure
 from researchcrew.db.models import (
     ChatSessionRow,
     DeepRunRow,
@@ -48,7 +49,6 @@ from researchcrew.db.models import (
 )
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
 from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
-from researchcrew.memory.failures import store_failure
 from researchcrew.memory.recall import (
     DEFAULT_CACHE_MAX_VECTORS,
     DEFAULT_LEXICAL_WEIGHT,

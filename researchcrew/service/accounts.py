@@ -28,9 +28,9 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from researchcrew.db.engine import write_engine
+from researchcrew.db.failures import store_failure
 from researchcrew.db.models import ApiKeyRow, ServiceUserRow
 from researchcrew.errors import ResearchCrewError
-from researchcrew.memory.failures import store_failure
 from researchcrew.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
