@@ -25,11 +25,10 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import async_sessionmaker
 
-from researchcrew.db.engine import write_engine
 from researchcrew.db.failures import store_failure
 from researchcrew.db.models import ApiKeyRow, ServiceUserRow
+from researchcrew.db.session import Sessions
 from researchcrew.errors import ResearchCrewError
 from researchcrew.memory.store import MemoryStore
 
@@ -117,8 +116,7 @@ class Accounts:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        self._read = async_sessionmaker(store.engine, expire_on_commit=False)
-        self._write = async_sessionmaker(write_engine(store.engine), expire_on_commit=False)
+        self._read, self._write = Sessions.of(store.engine)
 
     @guarded("adding a user")
     async def add_user(self, name: str, *, another_key: bool = False) -> IssuedKey:
