@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the loopback 
 
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
-from researchcrew.memory.models import OutboxRow
+from researchcrew.db.models import OutboxRow
 from researchcrew.memory.outbox import OutboxWorker
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory

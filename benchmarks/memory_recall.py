@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.db.engine import dialect_insert, write_engine
+from researchcrew.db.models import ExchangeRow, MessageRow, UserStateRow
 from researchcrew.embedding.embedder import Embedder, get_embedder
-from researchcrew.memory.db import dialect_insert, write_engine
-from researchcrew.memory.models import ExchangeRow, MessageRow, UserStateRow
 from researchcrew.memory.recall import encode_vector
 from researchcrew.memory.store import MemoryStore, exchange_text, message_id
 from researchcrew.settings import EmbeddingSettings

@@ -98,8 +98,8 @@ def ingest_in_child(data_dir: Path) -> dict[str, Any]:
 
 
 async def add_users(settings: Any, count: int) -> list[str]:
-    from researchcrew.memory.accounts import Accounts
     from researchcrew.runtime import open_runtime
+    from researchcrew.service.accounts import Accounts
 
     async with open_runtime(settings) as runtime:
         accounts = Accounts(await runtime.memory_store())

@@ -77,7 +77,7 @@ class MemoryStoreError(ResearchCrewError):
 class MemoryStoreUnavailableError(MemoryStoreError):
     """The memory store's database cannot be reached (connection refused, lost or timed out, its file cannot be
     opened); retrying later may work. The service answers 503 with ``Retry-After``. The message names the operation
-    and the driver's words, never SQL or a password (``researchcrew.memory.failures``)."""
+    and the driver's words, never SQL or a password (``researchcrew.db.failures``)."""
 
 
 class ModelUnavailableError(ResearchCrewError):

@@ -347,12 +347,13 @@ class Runtime:
         process only."""
         from researchcrew.deep.persistence import DeepRuns, InProcessDeepRuns
         from researchcrew.deep.runner import DeepResearch
+        from researchcrew.deep.store import DeepRunStore
 
         stages = await self.stages()
         async with self._lock("deep"):
             if self._deep is None:
                 has_store = self._memory_store is not None or self.remember
-                runs: DeepRuns = (await self.memory_store()).deep_runs if has_store else InProcessDeepRuns()
+                runs: DeepRuns = DeepRunStore((await self.memory_store()).engine) if has_store else InProcessDeepRuns()
 
                 async def preferences(request: ResearchRequest) -> UserPreferences:
                     return request.response.applied_to(await self.learned_preferences(request.user_id))

@@ -10,8 +10,8 @@ import click
 from researchcrew.cli._common import echo_json, with_runtime
 
 if TYPE_CHECKING:
-    from researchcrew.memory.accounts import IssuedKey, UserAccount
     from researchcrew.runtime import Runtime
+    from researchcrew.service.accounts import IssuedKey, UserAccount
 
 _STORE_HINT = "\n(users are kept in the memory store: RESEARCHCREW_MEMORY__DATABASE_URL)"
 
@@ -27,7 +27,7 @@ def users() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the new key as JSON.")
 def add(name: str, another_key: bool, as_json: bool) -> None:
     """Add a user and print their new API key (shown this once)."""
-    from researchcrew.memory.accounts import Accounts
+    from researchcrew.service.accounts import Accounts
 
     async def issue(runtime: Runtime) -> IssuedKey:
         return await Accounts(await runtime.memory_store()).add_user(name, another_key=another_key)
@@ -48,7 +48,7 @@ def add(name: str, another_key: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the users as JSON.")
 def list_users(as_json: bool) -> None:
     """List users, their active key ids, and who is revoked."""
-    from researchcrew.memory.accounts import Accounts
+    from researchcrew.service.accounts import Accounts
 
     async def listing(runtime: Runtime) -> list[UserAccount]:
         return await Accounts(await runtime.memory_store()).list_users()
@@ -69,7 +69,7 @@ def list_users(as_json: bool) -> None:
 @click.argument("name_or_key_id")
 def revoke(name_or_key_id: str) -> None:
     """Revoke a user (all their keys) or one key by its id. Their memory is kept (`memory forget` deletes it)."""
-    from researchcrew.memory.accounts import Accounts
+    from researchcrew.service.accounts import Accounts
 
     async def revoking(runtime: Runtime) -> tuple[str, int]:
         return await Accounts(await runtime.memory_store()).revoke(name_or_key_id)

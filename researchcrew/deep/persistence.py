@@ -6,7 +6,7 @@ loop's thread, where database I/O would block every other request of the process
 keeps them in memory for the moment of the call, and the runner moves them to and from the database
 asynchronously right around crewAI's calls: ``take_pause`` after ``kickoff_async``/``resume_async`` returned a
 pause (then ``DeepRuns.pause`` writes it), ``stage`` before ``from_pending`` (with what ``DeepRuns.get`` read).
-The durable copy is the memory database's ``memory_deep_runs`` row (``researchcrew.memory.deep_runs``) — on
+The durable copy is the database's ``memory_deep_runs`` row (``researchcrew.deep.store``) — on
 PostgreSQL shared by every process, so any of them can resume a run, also after a restart.
 
 ``DeepRuns`` is what the runner needs of that table; ``InProcessDeepRuns`` implements it in memory for runtimes
@@ -23,7 +23,7 @@ from crewai.flow.async_feedback.types import PendingFeedbackContext
 from crewai.flow.persistence.base import FlowPersistence
 from pydantic import BaseModel, PrivateAttr
 
-from researchcrew.memory.deep_runs import AWAITING, FINISHED, RUNNING, DeepRunRecord
+from researchcrew.deep.store import AWAITING, FINISHED, RUNNING, DeepRunRecord
 
 
 class StagedFlowPersistence(FlowPersistence):
@@ -69,7 +69,7 @@ def _as_dict(state_data: dict[str, Any] | BaseModel) -> dict[str, Any]:
 
 
 class DeepRuns(Protocol):
-    """The deep runs table, as the runner uses it (``MemoryStore.deep_runs`` implements it)."""
+    """The deep runs table, as the runner uses it (``deep/store.DeepRunStore`` implements it)."""
 
     async def create(
         self, *, run_id: str, user_id: str, session_id: str, question: str, lease_until: datetime

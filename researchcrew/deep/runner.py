@@ -38,13 +38,13 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
 from researchcrew.deep.persistence import DeepRuns, StagedFlowPersistence
 from researchcrew.deep.plan import apply_decision
+from researchcrew.deep.store import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.errors import (
     DeepRunExpiredError,
     DeepRunForbiddenError,
     DeepRunNotFoundError,
     DeepRunStateError,
 )
-from researchcrew.memory.deep_runs import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.pipeline.progress import events_then_result
 
 if TYPE_CHECKING:

@@ -2,6 +2,6 @@
 runs execute — in process (``jobs run``, the embedded scheduler) or on Redis-backed taskiq workers.
 
 The operations are one async API, ``researchcrew.jobs.api.Jobs``, on the process's ``Runtime``; the CLI, the SDK
-(``ResearchAssistant.jobs``) and the HTTP routers all call it. This package's ``__init__`` imports nothing, so
-that the memory store's models can load the job tables (``tables.py``) without loading the rest.
+(``ResearchAssistant.jobs``) and the HTTP routers all call it. Its tables are part of the database's schema
+(``researchcrew/db/job_tables.py``); its repository is ``store.py``. This package's ``__init__`` imports nothing.
 """

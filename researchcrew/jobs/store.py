@@ -32,9 +32,11 @@ from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.db.job_tables import JobRow, RunItemRow, RunRow
+from researchcrew.db.session import Sessions
 from researchcrew.errors import JobConflictError, JobNotFoundError, MemoryStoreError
 from researchcrew.jobs.contracts import (
     FINISHED_ITEM_STATUSES,
@@ -51,8 +53,6 @@ from researchcrew.jobs.contracts import (
 )
 from researchcrew.jobs.leases import LeaseHolder, this_process
 from researchcrew.jobs.schedule import next_slot, slot_key
-from researchcrew.jobs.tables import JobRow, RunItemRow, RunRow
-from researchcrew.memory.db import write_engine
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +155,7 @@ class JobStore:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._read = async_sessionmaker(engine, expire_on_commit=False)
-        self._write = async_sessionmaker(write_engine(engine), expire_on_commit=False)
+        self._read, self._write = Sessions.of(engine)
 
     # Jobs -------------------------------------------------------------------------------------------------------
     @_guarded("create_job")

@@ -14,7 +14,7 @@ from sqlalchemy import Select, and_, func, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import aliased
 
-from researchcrew.memory.models import ExchangeRow, MessageRow, UserStateRow
+from researchcrew.db.models import ExchangeRow, MessageRow, UserStateRow
 from researchcrew.memory.recall import CacheState, Row, VectorDelta
 from researchcrew.memory.records import ExchangeRecord
 

@@ -20,8 +20,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from researchcrew.contracts.query import UserPreferences
-from researchcrew.memory.db import dialect_insert, dialect_name
-from researchcrew.memory.models import EntityRow, MentionRow, PreferencesRow, RelationshipRow
+from researchcrew.db.engine import dialect_insert, dialect_name
+from researchcrew.db.models import EntityRow, MentionRow, PreferencesRow, RelationshipRow
 from researchcrew.memory.records import (
     EntityMention,
     EntityRecord,

@@ -34,8 +34,8 @@ from typing import Any
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from researchcrew.memory.db import dialect_insert, dialect_name
-from researchcrew.memory.models import OutboxRow
+from researchcrew.db.engine import dialect_insert, dialect_name
+from researchcrew.db.models import OutboxRow
 from researchcrew.memory.records import OutboxItem, OutboxWrite
 
 MAX_ERROR_CHARS = 4_000

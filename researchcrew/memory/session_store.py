@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from researchcrew.memory.db import dialect_insert, dialect_name
-from researchcrew.memory.models import ExchangeRow, SessionSummaryRow
+from researchcrew.db.engine import dialect_insert, dialect_name
+from researchcrew.db.models import ExchangeRow, SessionSummaryRow
 from researchcrew.memory.records import SessionSummary
 
 

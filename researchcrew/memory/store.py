@@ -10,7 +10,8 @@ Every method raises ``MemoryStoreError`` when the database cannot be reached or 
 
 Where things live: history and recall reads in ``exchanges.py`` (synchronous functions run by ``db.Reader``),
 the recall cache in ``recall.py``, the entity and preferences SQL in ``graph_store.py``, the outbox SQL in
-``outbox_store.py``, the tables in ``models.py`` and their history in ``migrations/``.
+``outbox_store.py``; the tables in ``researchcrew/db/models.py`` and their history in ``researchcrew/db/migrations/``.
+Export and forget cover every table keyed by the user, also other domains' (deep runs, chat sessions, jobs).
 """
 
 from __future__ import annotations
@@ -28,14 +29,12 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from researchcrew.errors import MemoryStoreError, ModelUnavailableError
-from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
-from researchcrew.memory.db import Reader, create_engine, dialect_insert, upgrade, write_engine
-from researchcrew.memory.deep_runs import DeepRunStore
-from researchcrew.memory.failures import store_failure
-from researchcrew.memory.models import (
+from researchcrew.db import session as db_session
+from researchcrew.db.engine import Reader, create_engine, dialect_insert, upgrade
+from researchcrew.db.failures import store_failure
+from researchcrew.db.models import (
     ChatSessionRow,
     DeepRunRow,
     EntityRow,
@@ -48,6 +47,8 @@ from researchcrew.memory.models import (
     SessionSummaryRow,
     UserStateRow,
 )
+from researchcrew.errors import MemoryStoreError, ModelUnavailableError
+from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
 from researchcrew.memory.recall import (
     DEFAULT_CACHE_MAX_VECTORS,
     DEFAULT_LEXICAL_WEIGHT,
@@ -132,14 +133,13 @@ class MemoryStore:
     ) -> None:
         self.engine = engine
         self.lexical_weight = lexical_weight  # weight of the lexical side of hybrid recall (recall.py)
-        self._read = async_sessionmaker(engine, expire_on_commit=False)  # consistent snapshot across statements
+        # A consistent snapshot across statements; writes start with BEGIN IMMEDIATE on SQLite (db/session.py).
+        self._read, self._write = db_session.Sessions.of(engine)
         self._reader = Reader(engine)  # history and recall reads: one thread hop on SQLite (see exchanges.py)
-        self._write = async_sessionmaker(write_engine(engine), expire_on_commit=False)
         self._embedder = embedder
         self._embedding_settings = embedding_settings
         self._embedder_lock = asyncio.Lock()
         self.vectors = VectorCache(cache_max_vectors)
-        self.deep_runs = DeepRunStore(self._read, self._write)  # paused and finished deep research runs
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     @classmethod
@@ -222,6 +222,10 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return f"MemoryStore({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    async def ping(self) -> None:
+        """One round trip to the database (the readiness probe); the driver's own exception when it fails."""
+        await db_session.ping(self.engine)
 
     @asynccontextmanager
     async def _writing(self) -> AsyncIterator[AsyncSession]:
@@ -658,7 +662,7 @@ class MemoryStore:
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))
                 counts[name] = int(result.rowcount)  # type: ignore[attr-defined]
             # Batch jobs hold the user's questions and answers too; their runs and results go with them (cascade).
-            from researchcrew.jobs.tables import JobRow
+            from researchcrew.db.job_tables import JobRow
 
             result = await session.execute(delete(JobRow).where(JobRow.owner == user_id))
             counts["jobs"] = int(result.rowcount)  # type: ignore[attr-defined]

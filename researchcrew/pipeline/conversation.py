@@ -36,7 +36,6 @@ from researchcrew.pipeline.clarify import looks_like_new_question, merge_reply
 
 if TYPE_CHECKING:
     from researchcrew.contracts.synthesizer import FinalResponse
-    from researchcrew.memory.deep_runs import DeepRunRecord
     from researchcrew.memory.records import ExchangeRecord
 
 logger = logging.getLogger(__name__)
@@ -53,10 +52,29 @@ class History(Protocol):
     async def history(self, *, user_id: str, session_id: str | None, limit: int = 20) -> list[ExchangeRecord]: ...
 
 
+class StoredRun(Protocol):
+    """What this layer reads of a stored deep run (``deep.store.DeepRunRecord``, which stands above the pipeline)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def awaiting(self) -> str | None: ...
+    @property
+    def feedback(self) -> str | None: ...
+    @property
+    def expires_at(self) -> datetime | None: ...
+
+
 class RunsOfUser(Protocol):
     """The deep-run store (``DeepRuns``)."""
 
-    async def of_user(self, user_id: str, *, limit: int = 50) -> list[DeepRunRecord]: ...
+    async def of_user(self, user_id: str, *, limit: int = 50) -> Sequence[StoredRun]: ...
 
 
 @dataclass(frozen=True)
@@ -160,14 +178,14 @@ class Conversation:
             return None
         return last[-1].question
 
-    async def waiting_run(self, user_id: str, session_id: str) -> DeepRunRecord | None:
+    async def waiting_run(self, user_id: str, session_id: str) -> StoredRun | None:
         """The session's deep run that waits for an answer to its clarifying questions (none received yet, not
         expired), if any. A store that cannot answer now counts as none: the message is then answered quickly."""
         if self._research_runs is None:
             return None
         try:
             runs = await self._research_runs()
-            records: Sequence[DeepRunRecord] = await runs.of_user(user_id, limit=RECENT_RUNS) if runs else []
+            records: Sequence[StoredRun] = await runs.of_user(user_id, limit=RECENT_RUNS) if runs else []
         except MemoryStoreError as error:
             logger.warning("could not look for a deep run waiting in session %s: %s", session_id, error)
             return None

@@ -21,12 +21,12 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 
-from researchcrew.memory.accounts import Accounts
-from researchcrew.memory.chat_sessions import ChatSessions
 from researchcrew.redaction import install_log_redaction, remember_settings_secrets
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.batch import ServiceBatch
 from researchcrew.service.body_limit import BodyLimit
+from researchcrew.service.chat_sessions import ChatSessions
 from researchcrew.service.input_checks import check_request_input
 from researchcrew.service.problems import install_problem_handlers
 from researchcrew.service.state import ServiceState

@@ -165,7 +165,7 @@ def store_problem(error: BaseException) -> ApiProblem | None:
     """The 503 (with ``Retry-After``) for a store the service cannot use, or None when ``error`` is not one: the
     memory store (``MemoryStoreError``, or a database/connection failure that escaped its guards), the knowledge
     base, the job queue. The detail names the store; the driver's message is logged, never answered."""
-    from researchcrew.memory.failures import is_outage
+    from researchcrew.db.failures import is_outage
 
     headers = {"Retry-After": str(STORE_RETRY_AFTER_S)}
     if isinstance(error, MemoryStoreError) or (isinstance(error, SQLAlchemyError) and is_outage(error)):

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from researchcrew.jobs.api import Jobs
-from researchcrew.memory.accounts import Accounts
-from researchcrew.memory.chat_sessions import ChatSessions
 from researchcrew.runtime import Runtime
+from researchcrew.service.accounts import Accounts
+from researchcrew.service.chat_sessions import ChatSessions
 from researchcrew.service.problems import ApiProblem
 from researchcrew.service.throttle import Throttle
 from researchcrew.settings import Settings

@@ -24,8 +24,8 @@ import pytest
 from researchcrew.embedding.embedder import get_embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.documents import Document
-from researchcrew.memory.accounts import Accounts
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
 from researchcrew.settings import ArxivSettings, EmbeddingSettings, RetrievalSettings, ServiceSettings
 from tests.conftest import PROJECT_ROOT

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from researchcrew.db.job_tables import RunItemRow
 from researchcrew.jobs.contracts import JobQuestion, JobSpec
 from researchcrew.jobs.store import JobStore
-from researchcrew.jobs.tables import RunItemRow
 from researchcrew.memory.store import MemoryStore
 from tests.e2e.support import MODEL_CACHE_DIR
 from tests.jobs.cluster import ArxivStandIn, question, wait_for

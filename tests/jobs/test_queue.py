@@ -111,7 +111,7 @@ async def test_a_worker_sigkilled_mid_question_has_it_answered_by_another(
     await wait_for(someone_is_working, 90, "a question to be in progress", cluster)
     from sqlalchemy import select
 
-    from researchcrew.jobs.tables import RunItemRow
+    from researchcrew.db.job_tables import RunItemRow
 
     async with store._read() as session:
         running = (
@@ -222,7 +222,7 @@ async def test_two_schedulers_fire_a_missed_slot_once(cluster_for: Any, jobs_on:
 
     from sqlalchemy import update
 
-    from researchcrew.jobs.tables import JobRow
+    from researchcrew.db.job_tables import JobRow
 
     async with store._write.begin() as session:  # created three years ago: three slots missed, one runs
         await session.execute(update(JobRow).values(created_at=datetime.now(UTC) - timedelta(days=3 * 366)))

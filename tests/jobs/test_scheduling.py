@@ -9,11 +9,11 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from researchcrew.db.job_tables import JobRow
 from researchcrew.jobs.api import Jobs
 from researchcrew.jobs.embedded import EmbeddedScheduler
 from researchcrew.jobs.queue import TASK_FIRE
 from researchcrew.jobs.scheduling import JobScheduleSource
-from researchcrew.jobs.tables import JobRow
 from researchcrew.runtime import open_runtime
 from researchcrew.settings import JobsSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
+from researchcrew.db.job_tables import RunItemRow
 from researchcrew.errors import JobConflictError, JobNotFoundError
 from researchcrew.jobs.contracts import JobQuestion, JobSpec, Schedule
 from researchcrew.jobs.store import ItemOutcome, JobStore
-from researchcrew.jobs.tables import RunItemRow
 from researchcrew.memory.store import MemoryStore
 
 

@@ -1,11 +1,12 @@
-"""Deep runs in the memory database (revision 0007): every transition two processes could race for is one
-conditional update, a paused run survives reopening the store, and export and forget cover the runs."""
+"""Deep runs in the database (revision 0007, ``deep/store.py``): every transition two processes could
+race for is one conditional update, a paused run survives reopening the store, and export and forget cover them."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from researchcrew.deep.store import DeepRunStore
 from researchcrew.memory.store import MemoryStore
 from tests.memory_store.conftest import Database
 
@@ -21,7 +22,7 @@ PENDING = {"flow_id": "r1", "flow_class": "x.DeepResearchFlow", "method_name": "
 
 
 async def paused(store: MemoryStore, run_id: str = "r1", *, user_id: str = "ada", expires_in_s: float = 3600) -> None:
-    runs = store.deep_runs
+    runs = DeepRunStore(store.engine)
     await runs.create(
         run_id=run_id, user_id=user_id, session_id="s", question="Q?", lease_until=now() + timedelta(hours=1)
     )
@@ -38,7 +39,7 @@ async def test_a_paused_run_keeps_its_state_and_survives_reopening(database: Dat
     await paused(store)
     reopened = await MemoryStore.open(database.url)
     try:
-        record = await reopened.deep_runs.get("r1")
+        record = await DeepRunStore(reopened.engine).get("r1")
     finally:
         await reopened.close()
     assert record is not None
@@ -50,11 +51,11 @@ async def test_a_paused_run_keeps_its_state_and_survives_reopening(database: Dat
     )
     assert record.state == STATE and record.pending == PENDING
     assert record.expires_at is not None and record.expires_at > now()
-    assert await store.deep_runs.get("nope") is None
+    assert await DeepRunStore(store.engine).get("nope") is None
 
 
 async def test_feedback_is_taken_only_for_the_kind_awaited_by_the_owner_before_expiry(store: MemoryStore) -> None:
-    runs = store.deep_runs
+    runs = DeepRunStore(store.engine)
     await paused(store)
     assert not await runs.submit_feedback("r1", user_id="bob", awaiting="plan_approval", feedback="{}")
     assert not await runs.submit_feedback("r1", user_id="ada", awaiting="clarification", feedback="{}")
@@ -65,7 +66,7 @@ async def test_feedback_is_taken_only_for_the_kind_awaited_by_the_owner_before_e
 
 
 async def test_of_two_claims_exactly_one_wins(store: MemoryStore) -> None:
-    runs = store.deep_runs
+    runs = DeepRunStore(store.engine)
     await paused(store)
     lease = now() + timedelta(minutes=10)
     assert not await runs.claim("r1", user_id="ada", lease_until=lease)  # no decision yet
@@ -77,7 +78,7 @@ async def test_of_two_claims_exactly_one_wins(store: MemoryStore) -> None:
 
 
 async def test_a_run_whose_process_died_can_be_claimed_again_after_its_lease(store: MemoryStore) -> None:
-    runs = store.deep_runs
+    runs = DeepRunStore(store.engine)
     await paused(store)
     await runs.submit_feedback("r1", user_id="ada", awaiting="plan_approval", feedback="{}")
     assert await runs.claim("r1", user_id="ada", lease_until=now() - timedelta(seconds=1))  # lease already over
@@ -86,7 +87,7 @@ async def test_a_run_whose_process_died_can_be_claimed_again_after_its_lease(sto
 
 
 async def test_finish_and_cancel(store: MemoryStore) -> None:
-    runs = store.deep_runs
+    runs = DeepRunStore(store.engine)
     await paused(store)
     assert not await runs.cancel("r1", user_id="bob")
     assert await runs.cancel("r1", user_id="ada")
@@ -108,4 +109,4 @@ async def test_export_and_forget_cover_deep_runs(store: MemoryStore) -> None:
     assert exported["deep_runs"][0]["state"] == STATE
     counts = await store.forget_user(user_id="ada")
     assert counts["deep_runs"] == 1
-    assert await store.deep_runs.get("r1") is None and await store.deep_runs.get("r9") is not None
+    assert await DeepRunStore(store.engine).get("r1") is None and await DeepRunStore(store.engine).get("r9") is not None

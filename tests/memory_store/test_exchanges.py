@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from sqlalchemy import func, select
 
+from researchcrew.db.models import MessageRow
 from researchcrew.errors import MemoryStoreError
-from researchcrew.memory.models import MessageRow
 from researchcrew.memory.store import MemoryStore, message_id
 from tests.memory_store.conftest import add, exchange
 

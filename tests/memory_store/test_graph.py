@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from researchcrew.contracts.query import UserPreferences
-from researchcrew.memory.models import EntityRow, MentionRow, RelationshipRow
+from researchcrew.db.models import EntityRow, MentionRow, RelationshipRow
 from researchcrew.memory.records import EntityMention, EntityRelation, StoredPreferences
 from researchcrew.memory.store import MemoryStore
 

@@ -14,9 +14,10 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from researchcrew.db import engine as db
+from researchcrew.db import models as _schema  # noqa: F401  (every table of the schema, on Base.metadata)
+from researchcrew.db.base import Base
 from researchcrew.embedding.embedder import Embedder
-from researchcrew.memory import db
-from researchcrew.memory.models import Base
 from researchcrew.memory.recall import encode_vector
 from researchcrew.memory.records import SessionSummary
 from researchcrew.memory.store import MemoryStore, exchange_text, message_id

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from researchcrew.memory import db
+from researchcrew.db import engine as db
 
 OPENERS = 8
 ROUNDS = 100  # without the retry in db._switch_to_wal, 5 of 6 runs of 60 rounds failed (2 cores)

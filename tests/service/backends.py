@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from researchcrew.memory.accounts import Accounts
 from researchcrew.runtime import Runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
 from researchcrew.settings import MemorySettings, ServiceSettings, Settings
 from tests.helpers.services import fresh_postgres_database

@@ -15,8 +15,8 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from researchcrew.memory.accounts import Accounts
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
 from researchcrew.settings import ServiceSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import text
 
-from researchcrew.memory.accounts import AccountError, Accounts, hash_secret, parse_key
-from researchcrew.memory.chat_sessions import ChatSessions, title_from
 from researchcrew.memory.store import MemoryStore
+from researchcrew.service.accounts import AccountError, Accounts, hash_secret, parse_key
+from researchcrew.service.chat_sessions import ChatSessions, title_from
 from tests.memory_store.conftest import Database, add
 
 

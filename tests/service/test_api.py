@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.memory.accounts import Accounts
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.questions import MessageRequest
 from researchcrew.testing import FakeTool, fake_chunk
 from tests.service.support import EVIDENCE, QUESTION, ServiceHarness, running_service, service_settings

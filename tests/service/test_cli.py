@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from researchcrew.cli import cli
-from researchcrew.memory.accounts import Accounts, parse_key
 from researchcrew.memory.store import MemoryStore
+from researchcrew.service.accounts import Accounts, parse_key
 from researchcrew.service.server import is_loopback
 from researchcrew.settings import Settings
 

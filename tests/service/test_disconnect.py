@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import httpx
 
 from researchcrew.contracts import ContextChunk
-from researchcrew.memory.accounts import Accounts
 from researchcrew.runtime import open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
 from researchcrew.testing import fake_chunk
 from researchcrew.tools.base import Tool

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from researchcrew.jobs.tables import JobRow
+from researchcrew.db.job_tables import JobRow
 from researchcrew.service.batch import embedded_scheduler_enabled
 from researchcrew.settings import JobsSettings, RedisSettings, Settings
 from tests.service.jobs_support import QUESTIONS, finished_run, jobs_service, jobs_settings, poll

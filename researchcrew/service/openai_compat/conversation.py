@@ -15,8 +15,9 @@ of one conversation, and different for different conversations. In order:
    continuity with no configuration. The price: two conversations that open with exactly the same message (from
    the same end user) continue one session; a client that cares sends 1 or 2.
 
-The session is recorded like one made with ``POST /v1/sessions`` (titled by its first question), so the web page
-and ``GET /v1/sessions`` list OpenAI conversations too, and ``DELETE`` removes them.
+The session is recorded like one made with ``POST /v1/sessions`` (titled by its first question, by
+``ChatSessions.ensure``), so the web page and ``GET /v1/sessions`` list OpenAI conversations too, and ``DELETE``
+removes them.
 
 A conversation whose earlier turns were answered elsewhere (another model in the same front-end chat) has nothing
 of them in memory; its follow-ups are researched as they stand.
@@ -26,24 +27,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
-from datetime import UTC, datetime
 from typing import Literal
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import async_sessionmaker
-
-from researchcrew.memory.accounts import guarded
-from researchcrew.memory.chat_sessions import title_from
-from researchcrew.memory.db import write_engine
-from researchcrew.memory.models import ChatSessionRow
-from researchcrew.memory.store import MemoryStore
 from researchcrew.service.openai_compat.errors import OpenAIError, unsupported
 from researchcrew.service.openai_compat.schema import ChatCompletionRequest, ChatMessage
-
-logger = logging.getLogger(__name__)
 
 SessionSource = Literal["metadata", "header", "conversation"]
 CHAT_ID_HEADER = "x-openwebui-chat-id"
@@ -113,40 +101,3 @@ def _explicit(session_id: str, where: str) -> str:
             param="metadata.session_id" if where.startswith("metadata") else None,
         )
     return session_id
-
-
-class ConversationSessions:
-    """Records the sessions of OpenAI conversations beside those made with ``POST /v1/sessions``."""
-
-    def __init__(self, store: MemoryStore) -> None:
-        self._read = async_sessionmaker(store.engine, expire_on_commit=False)
-        self._write = async_sessionmaker(write_engine(store.engine), expire_on_commit=False)
-
-    @guarded("recording a conversation's session")
-    async def ensure(self, user_id: str, session_id: str, *, first_question: str) -> bool:
-        """Make the session if the user has none of this id. True when it was made now. A session that exists is
-        found with a read (on SQLite a write transaction would queue behind every other writer)."""
-        now = datetime.now(UTC)
-        stmt = select(ChatSessionRow.id).where(
-            ChatSessionRow.user_id == user_id, ChatSessionRow.session_id == session_id
-        )
-        async with self._read() as session:
-            if (await session.execute(stmt)).first() is not None:
-                return False
-        try:
-            async with self._write.begin() as session:
-                if (await session.execute(stmt)).first() is not None:
-                    return False
-                session.add(
-                    ChatSessionRow(
-                        session_id=session_id,
-                        user_id=user_id,
-                        title=title_from(first_question),
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
-        except IntegrityError:  # made at the same moment by a concurrent request of the same conversation
-            return False
-        logger.info("new session %s of user %s from an OpenAI conversation", session_id, user_id)
-        return True

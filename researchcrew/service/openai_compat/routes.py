@@ -50,7 +50,6 @@ from researchcrew.service.openai_compat.content import (
     usage_of,
 )
 from researchcrew.service.openai_compat.conversation import (
-    ConversationSessions,
     SessionSource,
     first_user_text,
     question_of,
@@ -146,9 +145,7 @@ async def chat_completions(
     session_id, chosen_by = session_of(body, user_id=user.user_id, chat_id_header=chat_id)
     research = _research_request(body, question=question, user_id=user.user_id, session_id=session_id)
     try:
-        made = await ConversationSessions(await service.runtime.memory_store()).ensure(
-            user.user_id, session_id, first_question=first_user_text(body)
-        )
+        made = await service.sessions.ensure(user.user_id, session_id, first_question=first_user_text(body))
         if not made:  # a session made now is already titled and up to date
             await service.sessions.touch(user.user_id, session_id, question=question)
     except ResearchCrewError as error:

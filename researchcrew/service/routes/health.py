@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Literal
 
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import text
 
 from researchcrew.redaction import public_text
 from researchcrew.service.problems import STORE_RETRY_AFTER_S
@@ -80,8 +79,8 @@ async def readyz(service: Service, response: Response) -> Readiness:
 async def _memory_store(service: Service) -> Check:
     store = await service.runtime.memory_store()
     try:
-        async with asyncio.timeout(_CHECK_TIMEOUT_S), store.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        async with asyncio.timeout(_CHECK_TIMEOUT_S):
+            await store.ping()
     except TimeoutError:
         return Check(ok=False, detail=f"{store.backend} did not answer within {_CHECK_TIMEOUT_S:g} s")
     except Exception as error:  # the readiness probe reports any failure of the driver as data

@@ -13,9 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from researchcrew.contracts._base import StorableInput
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.synthesizer import Citation
-from researchcrew.memory.chat_sessions import MAX_TITLE_CHARS, ChatSession
 from researchcrew.memory.records import ExchangeRecord
 from researchcrew.service.auth import CurrentUser
+from researchcrew.service.chat_sessions import MAX_TITLE_CHARS, ChatSession
 from researchcrew.service.problems import ApiProblem, problem_responses
 from researchcrew.service.state import Service
 

@@ -1,7 +1,8 @@
-"""The batch-job tables of the memory database (revisions 0005, 0009): jobs, their runs, one row per question of a run.
+"""The batch-job tables (revisions 0005, 0009): jobs, their runs, and one row per question of a run.
 
-They live in the memory store's database (SQLite by default, PostgreSQL at scale) and on its ``Base``, so that the
-Alembic migrations and ``tests/memory_store/test_migrations.py`` see one schema. Two constraints carry the
+They live in researchcrew's one database (SQLite by default, PostgreSQL at scale) and on its ``Base``, so that the
+Alembic migrations and ``tests/memory_store/test_migrations.py`` see one schema; their repository is
+``jobs/store.py``. Two constraints carry the
 guarantees of issue 12:
 
 * ``job_run_items`` has the primary key ``(run_id, idx)``: a question of a run has exactly one row, and its
@@ -19,7 +20,7 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from researchcrew.memory.models import ID_LENGTH, Base, utcnow
+from researchcrew.db.base import ID_LENGTH, Base, utcnow
 
 JOB_ID_LENGTH = 32  # uuid4 hex
 

@@ -1,84 +1,25 @@
-"""The memory store's tables, as SQLAlchemy 2 declarative models.
+"""The tables of researchcrew's database, as SQLAlchemy 2 declarative models on ``db.base.Base``.
 
-The schema itself is owned by the Alembic migrations in ``researchcrew/memory/migrations/versions``; these models
-must describe the head revision exactly (``tests/memory_store/test_migrations.py`` compares them). Every table
-carries ``user_id`` so that recall, export and forget are one indexed filter per table and can never cross users.
-
-Portability between SQLite and PostgreSQL:
-* timestamps go through ``UTCDateTime``: ``timestamptz`` on PostgreSQL, naive-UTC text on SQLite (so that string
-  order is time order), and always timezone-aware UTC in Python;
-* JSON columns are ``JSON`` (``JSONB`` on PostgreSQL);
-* embeddings are little-endian float32 bytes in a ``LargeBinary`` column (``bytea`` / ``BLOB``);
-* integer ids never repeat (``sqlite_autoincrement``), which the recall cache relies on to detect new rows.
+The schema itself is owned by the Alembic migrations in ``researchcrew/db/migrations/versions``; these models
+must describe the head revision exactly (``tests/memory_store/test_migrations.py`` compares them). Importing this
+module gives the whole schema: conversation memory (``memory_*``), deep runs, the chat service's users, keys and
+sessions here, and the batch jobs' tables (``db/job_tables.py``). Each domain's repository lives beside its domain
+(``memory/store.py``, ``jobs/store.py``, ``service/accounts.py``, ``service/chat_sessions.py``,
+``deep/store.py``). Every table carries the user's id so that recall, export and forget are one indexed
+filter per table and can never cross users.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    DateTime,
-    Dialect,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    Text,
-    TypeDecorator,
-    UniqueConstraint,
-)
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
 
-ID_LENGTH = 256  # matches contracts._base.Identifier
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timezone-aware UTC datetime on every backend (naive values are taken as UTC)."""
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        # SQLite stores datetimes as text without an offset: store UTC wall time so comparisons stay correct.
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-PortableJSON = JSON().with_variant(JSONB(), "postgresql")
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-NAMING_CONVENTION = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-}
-
-
-class Base(DeclarativeBase):
-    metadata = MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: ClassVar[dict[Any, Any]] = {
-        datetime: UTCDateTime(),
-        dict[str, Any]: PortableJSON,
-        list[Any]: PortableJSON,
-    }
+# The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
+from researchcrew.db import job_tables as _job_tables  # noqa: F401
+from researchcrew.db.base import ID_LENGTH, Base, utcnow
 
 
 class ExchangeRow(Base):
@@ -319,8 +260,5 @@ class ChatSessionRow(Base):
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
-
-# The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
-from researchcrew.jobs import tables as _job_tables  # noqa: E402, F401  (import order: they need Base)
 
 ALL_TABLES = tuple(Base.metadata.sorted_tables)

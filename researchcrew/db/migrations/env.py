@@ -1,6 +1,6 @@
-"""Alembic environment of the memory store.
+"""Alembic environment of researchcrew's database (every domain's tables, ``db/models.py``).
 
-Normally run from ``researchcrew.memory.db.upgrade``, which hands over an open connection (already inside a
+Normally run from ``researchcrew.db.engine.upgrade``, which hands over an open connection (already inside a
 transaction holding the migration lock) in ``config.attributes["connection"]``. For hand-run Alembic commands
 (e.g. ``alembic revision --autogenerate``) set ``sqlalchemy.url`` in the config to an async URL instead.
 """
@@ -13,7 +13,8 @@ from alembic import context
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from researchcrew.memory.models import Base
+from researchcrew.db import models as _schema  # noqa: F401  (every table of the schema, on Base.metadata)
+from researchcrew.db.base import Base
 
 target_metadata = Base.metadata
 

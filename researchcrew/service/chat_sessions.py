@@ -20,14 +20,15 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from researchcrew.db.models import ChatSessionRow, ExchangeRow, MentionRow, MessageRow, UserStateRow
+from researchcrew.db.session import Sessions
 from researchcrew.memory import exchanges
-from researchcrew.memory.accounts import guarded
-from researchcrew.memory.db import write_engine
-from researchcrew.memory.models import ChatSessionRow, ExchangeRow, MentionRow, MessageRow, UserStateRow
 from researchcrew.memory.records import ExchangeRecord
 from researchcrew.memory.store import MemoryStore
+from researchcrew.service.accounts import guarded
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +64,7 @@ class ChatSessions:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        self._read = async_sessionmaker(store.engine, expire_on_commit=False)
-        self._write = async_sessionmaker(write_engine(store.engine), expire_on_commit=False)
+        self._read, self._write = Sessions.of(store.engine)
 
     @guarded("creating a session")
     async def create(self, user_id: str, *, title: str = "") -> ChatSession:
@@ -75,6 +75,36 @@ class ChatSessions:
         async with self._write.begin() as session:
             session.add(row)
         return ChatSession(session_id=row.session_id, title=row.title, created_at=now, updated_at=now)
+
+    @guarded("recording a conversation's session")
+    async def ensure(self, user_id: str, session_id: str, *, first_question: str) -> bool:
+        """Make the session if the user has none of this id (an OpenAI conversation's, see
+        ``openai_compat/conversation.py``). True when it was made now. A session that exists is found with a read
+        (on SQLite a write transaction would queue behind every other writer)."""
+        now = _utcnow()
+        stmt = select(ChatSessionRow.id).where(
+            ChatSessionRow.user_id == user_id, ChatSessionRow.session_id == session_id
+        )
+        async with self._read() as session:
+            if (await session.execute(stmt)).first() is not None:
+                return False
+        try:
+            async with self._write.begin() as session:
+                if (await session.execute(stmt)).first() is not None:
+                    return False
+                session.add(
+                    ChatSessionRow(
+                        session_id=session_id,
+                        user_id=user_id,
+                        title=title_from(first_question),
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
+        except IntegrityError:  # made at the same moment by a concurrent request of the same conversation
+            return False
+        logger.info("new session %s of user %s from an OpenAI conversation", session_id, user_id)
+        return True
 
     @guarded("listing sessions")
     async def list_sessions(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[ChatSession]:

@@ -1,4 +1,4 @@
-"""What a database failure of the memory store means: an outage (retry later) or a failed operation.
+"""What a database failure means: an outage (retry later) or a failed operation.
 
 Every guard around the store's database calls (``accounts``, ``chat_sessions``, ``store``, ``deep_runs``) turns
 SQLAlchemy's and the driver's exceptions into one of two errors with ``store_failure``:

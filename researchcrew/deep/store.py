@@ -1,4 +1,4 @@
-"""Deep research runs in the memory database (table ``memory_deep_runs``, revision 0007).
+"""Deep research runs in researchcrew's database (table ``memory_deep_runs``, revision 0007).
 
 A run is *running* while a process works on it, *awaiting_human_feedback* while paused (its crewAI Flow state and
 pending-feedback context are stored with it), and then *completed*, *cancelled* or *failed*. Every transition
@@ -24,10 +24,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from researchcrew.memory.failures import store_failure
-from researchcrew.memory.models import DeepRunRow
+from researchcrew.db.failures import store_failure
+from researchcrew.db.models import DeepRunRow
+from researchcrew.db.session import Sessions
 
 logger = logging.getLogger(__name__)
 
@@ -87,11 +88,10 @@ def _now() -> datetime:
 
 
 class DeepRunStore:
-    """The SQL of deep runs. Built by ``MemoryStore`` on its engine (``store.deep_runs``)."""
+    """The repository of deep runs, on the database's engine: ``DeepRunStore(memory_store.engine)``."""
 
-    def __init__(self, read: async_sessionmaker[AsyncSession], write: async_sessionmaker[AsyncSession]) -> None:
-        self._read = read
-        self._write = write
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._read, self._write = Sessions.of(engine)
 
     @_guarded("create")
     async def create(self, *, run_id: str, user_id: str, session_id: str, question: str, lease_until: datetime) -> None:

@@ -25,12 +25,11 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from researchcrew.db.failures import store_failure
+from researchcrew.db.models import ApiKeyRow, ServiceUserRow
+from researchcrew.db.session import Sessions
 from researchcrew.errors import ResearchCrewError
-from researchcrew.memory.db import write_engine
-from researchcrew.memory.failures import store_failure
-from researchcrew.memory.models import ApiKeyRow, ServiceUserRow
 from researchcrew.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
@@ -117,8 +116,7 @@ class Accounts:
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
-        self._read = async_sessionmaker(store.engine, expire_on_commit=False)
-        self._write = async_sessionmaker(write_engine(store.engine), expire_on_commit=False)
+        self._read, self._write = Sessions.of(store.engine)
 
     @guarded("adding a user")
     async def add_user(self, name: str, *, another_key: bool = False) -> IssuedKey:
