@@ -25,6 +25,10 @@ exchange quotes the user:
 * the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
   codename), except a clause that merely repeats the current question, which is not evidence of anything.
 
+A knowledge-base passage that holds a rare name or identifier of the question word for word (``exact_terms``,
+``knowledge/exact.py``) is also measured by its sentences holding it (the best cosine counts): the passage's own
+cosine dilutes a one-sentence answer about a name the model does not know.
+
 Cost: the int8 model embeds one text per call, so the number of texts is what a question pays. Knowledge-base hits
 found for the question itself already carry the question–passage cosine their search computed with the same model
 (``metadata["scores"]["dense"]``) and are not embedded again; web and arXiv passages are embedded once (title and
@@ -64,6 +68,7 @@ SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answ
 PASSAGE_CHARS = 1_000  # enough for the model's view of a passage; more text only costs time
 MEMORY_CLAUSES = 3  # of an earlier question
 MEMORY_SENTENCES = 2  # of an earlier answer (its opening says what it answered)
+EXACT_SENTENCES = 3  # sentences holding a rare name of the question, measured on their own
 MEMORY_CHUNKS = 3  # the most relevant recalled exchanges are measured; the rest keep their recall relevance
 REPEAT_COSINE = 0.92  # an earlier question this close to the current one is the same question asked again
 _CACHE_SIZE = 2_048
@@ -205,10 +210,12 @@ class EmbeddingSupport:
                 )
                 continue
             known = _searched_cosine(chunk, question)
+            passages = _exact_sentences(chunk)  # measured beside the whole passage, whose cosine may be known
             if known is not None:
                 best[index] = known
-                continue
-            for text, is_question in _passages(chunk):
+            else:
+                passages = _passages(chunk) + passages
+            for text, is_question in passages:
                 texts.append(text)
                 owners.append(index)
                 repeats.append(is_question)
@@ -252,6 +259,18 @@ def _searched_cosine(chunk: ContextChunk, question: str) -> float | None:
     scores = chunk.metadata.get("scores")
     dense = scores.get("dense") if isinstance(scores, dict) else None
     return float(dense) if isinstance(dense, int | float) and not isinstance(dense, bool) else None
+
+
+def _exact_sentences(chunk: ContextChunk) -> list[tuple[str, bool]]:
+    """The sentences of a knowledge-base passage that hold a rare name or identifier of the question word for word
+    (``knowledge/exact.py``): the passage's cosine dilutes a one-sentence answer about a name the model does not
+    know ("Who wrote QuickCheck?": 0.28 for the passage, 0.70 for its sentence naming the authors)."""
+    terms = chunk.metadata.get("exact_terms")
+    if chunk.source_type == MEMORY_SOURCE_TYPE or not isinstance(terms, list) or not terms:
+        return []
+    wanted = {str(term).lower() for term in terms}
+    holding = [s for s in split_sentences(chunk.content) if wanted & set(re.findall(r"\w[\w-]*", s.lower()))]
+    return [(sentence[:PASSAGE_CHARS], False) for sentence in holding[:EXACT_SENTENCES]]
 
 
 def _passages(chunk: ContextChunk) -> list[tuple[str, bool]]:
