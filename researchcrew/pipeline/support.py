@@ -21,6 +21,9 @@ exchange quotes the user:
   as a ``user_statement`` chunk) supports it fully (``stated_fact_support``), whatever the earlier answer was; every
   other memory chunk supports it not at all — the assistant's earlier answers are not evidence of what the user
   said about themself (basis ``not_stated``);
+* any other memory — the user's earlier questions beside a research question, the entity graph, and never the
+  assistant's own earlier answers (``contracts.chunks.is_evidence``, issue 20) — is context and supports nothing
+  (basis ``context``);
 * an earlier answer that claimed nothing (uncertainty, refusal, clarifying questions) supports nothing;
 * the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
   codename), except a clause that merely repeats the current question, which is not evidence of anything.
@@ -51,7 +54,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_evidence
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
@@ -64,7 +67,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answer", "user_statement", "not_stated"]
+SupportBasis = Literal[
+    "embedding", "source_relevance", "conversation", "no_answer", "user_statement", "not_stated", "context"
+]
 PASSAGE_CHARS = 1_000  # enough for the model's view of a passage; more text only costs time
 MEMORY_CLAUSES = 3  # of an earlier question
 MEMORY_SENTENCES = 2  # of an earlier answer (its opening says what it answered)
@@ -136,13 +141,15 @@ def memory_support(
     other passage. ``asked``: the fact the question asks about the user, if it does."""
     if chunk.source_type != MEMORY_SOURCE_TYPE:
         return None
-    if about_conversation(chunk):
+    if about_conversation(chunk) and is_evidence(chunk):
         return Support(settings.conversation_support, None, share, "conversation")
     if asked is not None:
         said = user_statement(chunk)
         if said is not None and stated_answers(said, asked):
             return Support(settings.stated_fact_support, None, share, "user_statement")
         return Support(0.0, None, share, "not_stated")
+    if not is_evidence(chunk):
+        return Support(0.0, None, share, "context")
     if chunk.metadata.get("answer_kind") in NO_ANSWER_KINDS:
         return Support(0.0, None, share, "no_answer")
     return None
