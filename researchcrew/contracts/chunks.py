@@ -11,8 +11,23 @@ from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, So
 from researchcrew.errors import FailureKind
 from researchcrew.redaction import redact
 
-# Conversation memory's source type: second-hand evidence (earlier answers), cited and quoted differently.
+# Conversation memory's source type: what the user said, cited and quoted differently.
 MEMORY_SOURCE_TYPE = "memory"
+# metadata["recalled_as"] of conversation memory that can be evidence (tools/memory_recall.py): the user's statement
+# of a fact about themself, and the user's earlier questions for a question about the conversation itself.
+EVIDENCE_RECALLS = frozenset({"user_statement", "conversation"})
+
+
+def is_evidence(chunk: ContextChunk) -> bool:
+    """Whether a chunk may be evidence: compared for agreement and contradictions, counted, cited (issue 20).
+
+    Every source's passage may; of conversation memory only what the *user* said (``metadata["speaker"] ==
+    "user"``), recalled as evidence (``EVIDENCE_RECALLS``). The assistant's own earlier answers never are: quoting
+    them would cite the assistant to itself. Memory of unknown speaker counts as the assistant's.
+    """
+    if chunk.source_type != MEMORY_SOURCE_TYPE:
+        return True
+    return chunk.metadata.get("speaker") == "user" and chunk.metadata.get("recalled_as") in EVIDENCE_RECALLS
 
 
 class ContextChunk(Contract):

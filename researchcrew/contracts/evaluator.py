@@ -86,7 +86,9 @@ class ContradictionRecord(Contract):
     )
 
 
-RemovalCategory = Literal["below_threshold", "duplicate", "empty", "invalid"]
+# not_evidence: conversation memory that is context, not evidence (the assistant's earlier answers; the user's earlier
+# questions asked again beside a research question); ``contracts.chunks.is_evidence``.
+RemovalCategory = Literal["below_threshold", "duplicate", "empty", "invalid", "not_evidence"]
 
 
 class RemovalReason(Contract):

@@ -9,7 +9,9 @@ lower on SciFact, so fusion happens here; ``"rrf"`` remains available (Σ 1/(k +
 1.0), so the absolute dense cosine enters too. A, B, C are a class-balanced logistic regression fitted on SciFact's
 tuning half (``benchmarks/calibrate_relevance.py``): the relevance is the probability that a hit is relevant under
 equal priors, so ``min_relevance`` thresholds mean the same whatever the corpus. A query-level gate on the best
-cosine (``GATE_*``) scales relevance down when nothing in the knowledge base is close to the query. Hits are ordered
+cosine (``GATE_*``) scales relevance down when nothing in the knowledge base is close to the query, except for a
+chunk that holds a rare name or identifier of the query word for word (``exact``): its relevance is at least its
+BM25 side's calibrated one, ungated (the dense side of a small model knows nothing of a rare name). Hits are ordered
 by the fused score; the single-side diagnostic modes use their own constants (``SINGLE_*``). The measurements
 behind each choice (fusion variants, the relevance bands on held-out queries): benchmarks/README.md.
 """
@@ -69,6 +71,7 @@ class Candidate:
     dense_rank: int | None = None
     bm25_rank: int | None = None
     in_period: bool = False
+    exact_terms: tuple[str, ...] = ()  # rare exact terms of the query it holds (``exact``): no query-level gate
 
     @classmethod
     def from_row(cls, hit: dict[str, Any]) -> Candidate:
@@ -135,7 +138,13 @@ def fuse(candidates: Sequence[Candidate], scale: Scale, settings: RetrievalSetti
             else:
                 fused = settings.dense_weight * dense + (1.0 - settings.dense_weight) * bm25
             logit = CALIBRATION_FUSED * fused + CALIBRATION_COSINE * (candidate.dense or 0.0) + CALIBRATION_BIAS
-        scored.append(Scored(candidate, fused, gate * sigmoid(logit)))
+        if candidate.exact_terms and mode != "dense":
+            # A rare name or identifier of the query, word for word: the knowledge base has something on it, and
+            # the lexical side is the evidence (the dense side knows nothing of a rare name); no gate applies.
+            relevance = max(sigmoid(logit), sigmoid(SINGLE_FUSED * bm25 + SINGLE_BIAS))
+        else:
+            relevance = gate * sigmoid(logit)
+        scored.append(Scored(candidate, fused, relevance))
     scored.sort(key=lambda item: item.fused, reverse=True)
     return scored
 

@@ -8,7 +8,9 @@ For one query:
    (both under the caller's filters). The pool's union is scored on both sides: chunks the other side did not
    return get their dense cosine from their stored vectors and their BM25 score from a BM25 search restricted
    to them, so fusion sees every candidate's full evidence (see ``fusion``).
-3. **Fusion and calibration** (``fusion``): one fused score per chunk, mapped to a relevance in [0, 1].
+3. **Fusion and calibration** (``fusion``): one fused score per chunk, mapped to a relevance in [0, 1]. A chunk
+   holding a rare name or identifier of the query word for word (``exact``) is exempt from the query-level gate
+   that scales relevance down when no chunk is close in meaning.
 4. **Two-pass merge** when there is a date hint: the same retrieval runs again with the period as a filter and
    both candidate sets are merged. The filtered pass guarantees that in-period evidence is considered even if it
    would not make the unfiltered pool; out-of-period evidence stays, so a hint never hides the best match. Both
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from researchcrew.contracts._base import Contract
-from researchcrew.knowledge import fusion, schema
+from researchcrew.knowledge import exact, fusion, schema
 from researchcrew.knowledge.analysis import default_analyzer
 from researchcrew.knowledge.filters import DateHint, SearchFilters, parse_date_hint
 from researchcrew.knowledge.rerank import Reranker
@@ -78,6 +80,9 @@ class SearchHit(Contract):
     scores: HitScores = Field(default_factory=HitScores, description="Raw scores for diagnostics.")
     date_hint_match: bool | None = Field(
         default=None, description="With a date hint: whether the chunk lies in the period. None without one."
+    )
+    exact_terms: list[str] = Field(
+        default_factory=list, description="Rare names or identifiers of the query the chunk holds word for word."
     )
 
 
@@ -134,6 +139,8 @@ class Searcher:
         scale = fusion.Scale.of(candidates.values(), depth=self.settings.candidate_pool)
         if hint is not None:
             candidates = self._merge_hinted(request, base, hint, candidates)
+        if mode != "dense":
+            _mark_exact(text, candidates)
         scored = fusion.fuse(list(candidates.values()), scale, self.settings, mode=mode)
         if rerank if rerank is not None else self.settings.rerank.enabled:
             scored = self._rerank(text, scored)
@@ -220,6 +227,16 @@ class Searcher:
         return head + tail
 
 
+def _mark_exact(query: str, candidates: dict[str, fusion.Candidate]) -> None:
+    """Flag the candidates that hold a rare exact term of the query (a name or identifier, ``exact``)."""
+    rows = (
+        (pk, str(c.row.get(schema.DOC_ID) or pk), str(c.row.get(schema.TITLE) or ""), str(c.row.get(schema.TEXT) or ""))
+        for pk, c in candidates.items()
+    )
+    for pk, terms in exact.rare_exact_matches(query, rows).items():
+        candidates[pk].exact_terms = tuple(sorted(terms))
+
+
 def recency_boost(date: datetime | None, now: datetime, weight: float) -> float:
     """``weight × 0.5^(age / half-life)``: full weight for today, half after two years; none when undated."""
     if date is None or weight <= 0:
@@ -258,4 +275,5 @@ def _to_hit(item: fusion.Scored, hint: DateHint | None, now: datetime, weight: f
             final=(item.rerank_order if item.rerank is not None else item.fused) + boost + hint_bonus,
         ),
         date_hint_match=in_period,
+        exact_terms=list(item.candidate.exact_terms),
     )

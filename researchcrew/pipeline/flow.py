@@ -45,6 +45,7 @@ from researchcrew.contracts import (
     SynthesizerInput,
     UserPreferences,
 )
+from researchcrew.contracts.chunks import is_evidence
 from researchcrew.contracts.follow_up import QuestionRewrite
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
@@ -449,7 +450,8 @@ class ResearchFlow(Flow[ResearchState]):
         response = uncertainty_response(
             self._query(),
             searched=self.state.searched,
-            best_matches=list(self.state.evidence.values()),
+            # Conversation memory that is context (the assistant's earlier answers) is never cited, not even here.
+            best_matches=[chunk for chunk in self.state.evidence.values() if is_evidence(chunk)],
             source_reports=reports,
             confidence=self.state.confidence,
         )

@@ -21,9 +21,16 @@ exchange quotes the user:
   as a ``user_statement`` chunk) supports it fully (``stated_fact_support``), whatever the earlier answer was; every
   other memory chunk supports it not at all — the assistant's earlier answers are not evidence of what the user
   said about themself (basis ``not_stated``);
+* any other memory — the user's earlier questions beside a research question, the entity graph, and never the
+  assistant's own earlier answers (``contracts.chunks.is_evidence``, issue 20) — is context and supports nothing
+  (basis ``context``);
 * an earlier answer that claimed nothing (uncertainty, refusal, clarifying questions) supports nothing;
 * the earlier question counts clause by clause ("My project codename is BLUEFALCON-7731, what is …?" states the
   codename), except a clause that merely repeats the current question, which is not evidence of anything.
+
+A knowledge-base passage that holds a rare name or identifier of the question word for word (``exact_terms``,
+``knowledge/exact.py``) is also measured by its sentences holding it (the best cosine counts): the passage's own
+cosine dilutes a one-sentence answer about a name the model does not know.
 
 Cost: the int8 model embeds one text per call, so the number of texts is what a question pays. Knowledge-base hits
 found for the question itself already carry the question–passage cosine their search computed with the same model
@@ -47,7 +54,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_evidence
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
@@ -60,10 +67,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-SupportBasis = Literal["embedding", "source_relevance", "conversation", "no_answer", "user_statement", "not_stated"]
+SupportBasis = Literal[
+    "embedding", "source_relevance", "conversation", "no_answer", "user_statement", "not_stated", "context"
+]
 PASSAGE_CHARS = 1_000  # enough for the model's view of a passage; more text only costs time
 MEMORY_CLAUSES = 3  # of an earlier question
 MEMORY_SENTENCES = 2  # of an earlier answer (its opening says what it answered)
+EXACT_SENTENCES = 3  # sentences holding a rare name of the question, measured on their own
 MEMORY_CHUNKS = 3  # the most relevant recalled exchanges are measured; the rest keep their recall relevance
 REPEAT_COSINE = 0.92  # an earlier question this close to the current one is the same question asked again
 _CACHE_SIZE = 2_048
@@ -131,13 +141,15 @@ def memory_support(
     other passage. ``asked``: the fact the question asks about the user, if it does."""
     if chunk.source_type != MEMORY_SOURCE_TYPE:
         return None
-    if about_conversation(chunk):
+    if about_conversation(chunk) and is_evidence(chunk):
         return Support(settings.conversation_support, None, share, "conversation")
     if asked is not None:
         said = user_statement(chunk)
         if said is not None and stated_answers(said, asked):
             return Support(settings.stated_fact_support, None, share, "user_statement")
         return Support(0.0, None, share, "not_stated")
+    if not is_evidence(chunk):
+        return Support(0.0, None, share, "context")
     if chunk.metadata.get("answer_kind") in NO_ANSWER_KINDS:
         return Support(0.0, None, share, "no_answer")
     return None
@@ -205,10 +217,12 @@ class EmbeddingSupport:
                 )
                 continue
             known = _searched_cosine(chunk, question)
+            passages = _exact_sentences(chunk)  # measured beside the whole passage, whose cosine may be known
             if known is not None:
                 best[index] = known
-                continue
-            for text, is_question in _passages(chunk):
+            else:
+                passages = _passages(chunk) + passages
+            for text, is_question in passages:
                 texts.append(text)
                 owners.append(index)
                 repeats.append(is_question)
@@ -252,6 +266,18 @@ def _searched_cosine(chunk: ContextChunk, question: str) -> float | None:
     scores = chunk.metadata.get("scores")
     dense = scores.get("dense") if isinstance(scores, dict) else None
     return float(dense) if isinstance(dense, int | float) and not isinstance(dense, bool) else None
+
+
+def _exact_sentences(chunk: ContextChunk) -> list[tuple[str, bool]]:
+    """The sentences of a knowledge-base passage that hold a rare name or identifier of the question word for word
+    (``knowledge/exact.py``): the passage's cosine dilutes a one-sentence answer about a name the model does not
+    know ("Who wrote QuickCheck?": 0.28 for the passage, 0.70 for its sentence naming the authors)."""
+    terms = chunk.metadata.get("exact_terms")
+    if chunk.source_type == MEMORY_SOURCE_TYPE or not isinstance(terms, list) or not terms:
+        return []
+    wanted = {str(term).lower() for term in terms}
+    holding = [s for s in split_sentences(chunk.content) if wanted & set(re.findall(r"\w[\w-]*", s.lower()))]
+    return [(sentence[:PASSAGE_CHARS], False) for sentence in holding[:EXACT_SENTENCES]]
 
 
 def _passages(chunk: ContextChunk) -> list[tuple[str, bool]]:

@@ -4,13 +4,17 @@ It searches a ``MemoryRecall`` given at construction: the built-in ``MemoryStore
 (memory/zep.py). Recall is strictly scoped: without a ``user_id`` the call is refused (``invalid_request``) rather
 than guessing whose memory to read, and ``scope="session"`` narrows it to the current session.
 
-Each recalled exchange becomes one chunk, ``memory:<response_id>``: the earlier question and a compact answer
-(whitespace collapsed, the earlier [n] markers removed — they pointed at that answer's sources, not this one's,
-and are listed in ``metadata["earlier_citations"]`` instead).
+Each recalled exchange becomes one chunk, ``memory:<response_id>``, in the user's words only: the earlier question
+(``metadata["speaker"] = "user"``). The assistant's answer then is not in it — the assistant never cites itself
+(issue 20): its earlier answers are never evidence, never compared or counted. What that answer rested on is listed
+in ``metadata["earlier_citations"]`` (the sources, which a new search finds again when they are relevant). Such a
+chunk is context (``recalled_as = "earlier_question"``) beside a research question, and evidence only for a question
+about the conversation (below); ``contracts.chunks.is_evidence`` is the rule every stage applies.
 
 With ``include_entities=True`` and a backend that keeps an entity graph (the built-in store), one more chunk,
 ``memory:entities:<hash>``, lists the known entities the question names and what they were related to. Its
-relevance is a prior, not a similarity: 0.7 when the question names an entity, 0.4 when it only shares a word.
+relevance is a prior, not a similarity: 0.7 when the question names an entity, 0.4 when it only shares a word. The
+graph is built from the assistant's answers, so this chunk is context (``speaker = "assistant"``), not evidence.
 
 A question about the conversation itself ("What did I ask before?", "what did we discuss last time?") is answered
 from the conversation: the session's most recent exchanges (the user's, when the session has none) are recalled
@@ -56,7 +60,8 @@ CONVERSATION_RELEVANCE = 0.9  # a recent exchange, for a question about the conv
 STATED_RELEVANCE = 0.95  # the user's own statement of the fact a question asks about them
 STATEMENT_SCAN = 100  # latest messages of the user read for statements of their facts
 MAX_STATEMENTS = 3  # statements of one fact returned (newest first: a fact the user restated may have changed)
-USER_STATEMENT = "user_statement"  # metadata["recalled_as"] of a chunk quoting the user
+USER_STATEMENT = "user_statement"  # metadata["recalled_as"] of a chunk quoting the user's statement of a fact
+EARLIER_QUESTION = "earlier_question"  # metadata["recalled_as"] of an earlier question: context, not evidence
 
 
 @runtime_checkable
@@ -120,12 +125,9 @@ class MemoryTool(Tool):
     )
     source_type: ClassVar[str] = MEMORY_SOURCE_TYPE
 
-    def __init__(
-        self, recall: MemoryRecall, settings: MemorySettings | None = None, *, max_answer_chars: int = 1_200
-    ) -> None:
+    def __init__(self, recall: MemoryRecall, settings: MemorySettings | None = None) -> None:
         self.recall = recall
         self.settings = settings or MemorySettings()
-        self.max_answer_chars = max_answer_chars
 
     # The base declares **kwargs ("tool-specific options"); Tool.search checks calls against this signature.
     async def _search(  # type: ignore[override]
@@ -285,19 +287,19 @@ class MemoryTool(Tool):
             content="\n".join(lines),
             semantic_relevance=0.7 if any(entity.name.casefold() in folded for entity in named) else 0.4,
             title="Entities discussed before",
-            metadata={"entities": names, "origin": "entity_graph"},
+            metadata={"entities": names, "origin": "entity_graph", "speaker": "assistant"},
             tool_name=self.name,
         )
 
     def _chunk(self, item: RecalledExchange, *, session_id: str | None) -> ContextChunk:
+        """The user's side of an earlier exchange (the module docstring): what they asked, never what was answered."""
         question = compact(item.question, 500)
-        answer = compact(item.answer, self.max_answer_chars)
         when = item.asked_at or item.answered_at
         said = "earlier in this conversation" if item.session_id == session_id else "in an earlier conversation"
-        lines = [f"The user asked {said}" + (f" ({when:%Y-%m-%d})" if when else "") + f": {question}"]
-        if answer:
-            lines.append(f"The answer given then: {answer}")
+        content = f"You asked {said}" + (f" ({when:%Y-%m-%d})" if when else "") + f": {question}"
         metadata: dict[str, Any] = {
+            "speaker": "user",
+            "recalled_as": EARLIER_QUESTION,
             "question": question,
             "answer_kind": item.answer_kind,
             "session_id": item.session_id,
@@ -310,9 +312,9 @@ class MemoryTool(Tool):
         return ContextChunk(
             chunk_id=f"memory:{item.response_id}",
             source_type=self.source_type,
-            content="\n".join(lines) if question or answer else "(empty exchange)",
+            content=content if question else "(empty question)",
             semantic_relevance=item.relevance,
-            title=f"Earlier question: {compact(item.question, 120)}" if question else "Earlier answer",
+            title=f"Earlier question: {compact(item.question, 120)}" if question else "Earlier question",
             source_id=item.response_id,
             source_date=item.answered_at or item.asked_at,
             metadata=metadata,

@@ -109,6 +109,8 @@ def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name, query: st
     }
     if hit.date_hint_match is not None:
         metadata["date_hint_match"] = hit.date_hint_match
+    if hit.exact_terms:
+        metadata["exact_terms"] = list(hit.exact_terms)
     authors = metadata.pop("authors", [])
     return ContextChunk(
         chunk_id=hit.chunk_id,

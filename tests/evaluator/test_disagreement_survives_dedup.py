@@ -2,7 +2,7 @@
 
 Two passages that say the same thing with another number, unit, percentage, direction or a negation are a
 contradiction, not a duplicate: both are kept (unpenalised) and the contradiction is reported, from every source
-type. Passages that say the same thing in other words or units are still deduplicated.
+type that carries claims. Passages that say the same thing in other words or units are still deduplicated.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ AGREEING = [
     ("same duration, other unit", LATENCY, LATENCY.replace("20 ms", "0.02 s")),
     ("a citation marker added", BASE, BASE + " [12]"),
 ]
-SOURCES = ["rag", "web", "arxiv", "memory"]
+# Conversation memory is not among them: what it holds is the user's words or context, never a claim to compare
+# (the assistant's earlier answers are never evidence, issue 20; tests/evaluator/test_memory_not_evidence.py).
+SOURCES = ["rag", "web", "arxiv"]
 
 
 def _pair(first: str, second: str, source_a: str, source_b: str) -> list[ContextChunk]:

@@ -187,8 +187,9 @@ async def test_a_statement_of_another_fact_does_not_support_the_question() -> No
     assert (support.basis, support.score) == ("not_stated", 0.0)
 
 
-async def test_research_questions_still_measure_memory_by_embedding() -> None:
-    """The new rules apply to questions about the user only; a research question embeds memory as before."""
+async def test_an_earlier_answer_supports_no_research_question() -> None:
+    """The assistant's earlier answer is context, not evidence (issue 20): it supports a research question not at
+    all, and is not even embedded."""
 
     class Recording:
         def __init__(self) -> None:
@@ -204,7 +205,7 @@ async def test_research_questions_still_measure_memory_by_embedding() -> None:
     embedder = Recording()
     chunk = exchange_chunk("What is metamorphic testing?", "It checks relations between outputs.")
     [support] = (await EmbeddingSupport(embedder)("How does metamorphic testing work?", [chunk])).values()  # type: ignore[arg-type]
-    assert support.basis == "embedding" and embedder.texts
+    assert (support.basis, support.score) == ("context", 0.0) and not embedder.texts
 
 
 # ---- the answer ---------------------------------------------------------------------------------------------------

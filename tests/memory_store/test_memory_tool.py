@@ -29,7 +29,9 @@ async def test_recalled_exchanges_become_cited_memory_chunks(store: MemoryStore)
     [chunk] = result.chunks  # the capital of Australia is below the relevance floor
     assert chunk.chunk_id == f"memory:{response.response_id}" and chunk.source_id == response.response_id
     assert chunk.source_type == "memory" and chunk.tool_name == "memory_recall"
-    assert "What is SciFact?" in chunk.content and "1.4K scientific claims with evidence abstracts" in chunk.content
+    # The user's words only: the assistant's earlier answer is never evidence (issue 20).
+    assert "What is SciFact?" in chunk.content and "1.4K scientific claims" not in chunk.content
+    assert chunk.metadata["speaker"] == "user" and chunk.metadata["recalled_as"] == "earlier_question"
     assert "[1]" not in chunk.content and "in an earlier conversation (2025-03-01)" in chunk.content
     assert 0.3 <= chunk.semantic_relevance <= 1.0
     assert chunk.source_date == response.created_at
@@ -166,6 +168,6 @@ async def test_include_entities_adds_what_the_graph_knows_about_the_named_entiti
     assert [c.chunk_id for c in exchanges] == [c.chunk_id for c in without.chunks] == [f"memory:{response_id}"]
     assert entities.chunk_id.startswith("memory:entities:") and entities.semantic_relevance == 0.7
     assert "- SciFact (dataset; mentioned in 1 earlier answers; related to VeriSci (evaluated on))" in entities.content
-    assert entities.metadata == {"entities": ["SciFact"], "origin": "entity_graph"}
+    assert entities.metadata == {"entities": ["SciFact"], "origin": "entity_graph", "speaker": "assistant"}
     assert not any(c.chunk_id.startswith("memory:entities:") for c in unrelated.chunks)
     assert (await tool.search("SciFact", user_id="bob", include_entities=True)).chunks == []

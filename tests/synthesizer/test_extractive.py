@@ -217,3 +217,47 @@ async def test_synthesizer_agent_without_llm_answers_extractively() -> None:
     output = await Synthesizer(None).run(request())
     assert output.final_response.answer_kind == "extractive"
     assert re.search(r"\[\d+\]", output.final_response.answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "content", "answer"),
+    [
+        (
+            "What are the limitations of mutation testing?",
+            "Mutation testing measures the quality of a test suite by introducing mutants. Mutation testing tools run "
+            "the test suite against every mutant. Mutation testing is popular in research on test suite quality. "
+            "The main drawback is equivalent mutants, which no test can ever kill.",
+            "The main drawback is equivalent mutants, which no test can ever kill.",
+        ),
+        (
+            "What are its limitations?",  # a follow-up researched as asked: only the aspect word is left
+            "Equivalent mutants are the main limitation: no test can kill them, and deciding it is undecidable. "
+            "Mutation testing measures the quality of a test suite by introducing small changes.",
+            "Equivalent mutants are the main limitation: no test can kill them, and deciding it is undecidable.",
+        ),
+        (
+            "What are the benefits of property-based testing?",
+            "Property-based testing generates many inputs for each property. Property-based testing frameworks exist "
+            "for Haskell, Python and Java. Property-based testing needs generators for every input type. Its main "
+            "benefit is finding edge cases that hand-written examples miss.",
+            "Its main benefit is finding edge cases that hand-written examples miss.",
+        ),
+        (
+            "Why do tests become flaky?",
+            "Flaky tests are tests that pass and fail on the same code. Flaky tests erode trust in the test suite. "
+            "Teams often quarantine flaky tests for a while. Most of them fail because of asynchronous waits and "
+            "shared state.",
+            "Most of them fail because of asynchronous waits and shared state.",
+        ),
+    ],
+)
+async def test_the_sentence_naming_the_aspect_asked_for_is_quoted_first(
+    question: str, content: str, answer: str
+) -> None:
+    """Limitations, advantages, causes (issue 20): the answering sentence names the aspect in a synonym or the
+    singular and may share no other word with the question; it is quoted, first."""
+    output = await ExtractiveSynthesizer().run(
+        request([scored(1, content)], question=question, response_format="concise")
+    )
+    texts = [claim.text for claim in claims_of(output)]
+    assert texts and texts[0] == answer, texts

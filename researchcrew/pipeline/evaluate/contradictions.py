@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import NamedTuple
 
-from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.contracts.chunks import ContextChunk, is_evidence
 from researchcrew.contracts.evaluator import ContradictionRecord
 from researchcrew.pipeline.evaluate.quantities import Quantity, find_quantities, relative_gap
 from researchcrew.text.sentences import split_sentences
@@ -304,7 +304,9 @@ def polarity_contradictions(
 
 
 def detect_contradictions(chunks: Sequence[ContextChunk], *, tolerance: float, limit: int) -> list[ContradictionRecord]:
-    """Numeric and polarity suspicions among ``chunks``, most confident first, at most ``limit``."""
+    """Numeric and polarity suspicions among ``chunks``, most confident first, at most ``limit``. Conversation
+    memory that is not evidence (the assistant's earlier answers, ``is_evidence``) is never compared."""
+    chunks = [chunk for chunk in chunks if is_evidence(chunk)]
     sentences = [claim_sentences(chunk.content) for chunk in chunks]
     found = numeric_contradictions(chunks, tolerance, sentences) + polarity_contradictions(chunks, sentences)
     found.sort(key=lambda record: record.confidence, reverse=True)

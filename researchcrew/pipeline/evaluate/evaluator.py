@@ -31,7 +31,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.contracts.chunks import ContextChunk, is_evidence
 from researchcrew.contracts.evaluator import (
     ContradictionRecord,
     EvaluatorInput,
@@ -120,6 +120,14 @@ class Evaluator:
                     reason="invalid",
                     quality_score=parts[index].score,
                     detail=f"chunk_id already used by chunk #{seen_ids[chunk.chunk_id] + 1}; ids must be unique",
+                )
+            elif not is_evidence(chunk):
+                removals[index] = RemovalReason(
+                    chunk_id=chunk.chunk_id,
+                    reason="not_evidence",
+                    quality_score=parts[index].score,
+                    detail="conversation memory that is context, not evidence: only what the user said counts "
+                    "(the assistant's earlier answers are never evidence, compared or cited)",
                 )
             elif not shingle_sets[index]:
                 removals[index] = RemovalReason(

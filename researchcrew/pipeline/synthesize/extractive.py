@@ -1,7 +1,9 @@
 """The extractive synthesizer: an answer made of sentences quoted from the evidence, for when no LLM is configured.
 
 No model is called. Sentences are scored by overlap with the query's content terms, the quality of their chunk
-and a small lead-sentence bonus (plus a bonus for numbers in technical answers); near-duplicates are skipped and
+and a small lead-sentence bonus (plus a bonus for numbers in technical answers, and one for naming the aspect a
+question asks for — "What are its limitations?" is answered by "... the main drawback ...", ``text.aspects``, in a
+synonym or the singular); near-duplicates are skipped and
 the rest picked by maximal marginal relevance (MMR, λ = 0.7 over Jaccard similarity of terms). Picked sentences
 are grouped by source document into sections (concise answers: one section) and each one cites its chunk.
 Disagreements found by the Evaluator are shown as perspectives: both claims quoted, each with its citation.
@@ -40,12 +42,16 @@ from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
 from researchcrew.pipeline.synthesize.rendering import answer_pieces
+from researchcrew.text.aspects import asked_aspect, names_aspect
 from researchcrew.text.questions import asks_about_the_conversation
 from researchcrew.text.sentences import split_sentences
-from researchcrew.text.terms import content_terms
+from researchcrew.text.terms import content_terms, term_set
 
 SENTENCE_BUDGET: dict[ResponseFormat, int] = {"concise": 3, "detailed": 8, "technical": 10}
 MMR_LAMBDA = 0.7
+# A sentence naming the aspect asked for (limitations, advantages, causes; ``text.aspects``) ranks ahead of those
+# that only repeat the subject, scaled by how much of the subject its passage names.
+ASPECT_BONUS = 0.5
 DUPLICATE_SIMILARITY = 0.6
 _SCAN_CHARS = 20_000  # sentences beyond this point of a chunk are not considered (speed bound for huge pages)
 _MIN_WORDS, _MAX_WORDS = 5, 80
@@ -62,6 +68,7 @@ class _Sentence:
     position: int  # index of the sentence within its chunk
     terms: frozenset[str]
     score: float = 0.0
+    on_aspect: bool = False  # names the aspect the question asks for, in a passage about its subject
 
 
 def _paragraphs(content: str) -> list[str]:
@@ -127,25 +134,44 @@ def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> l
     Quoting the memory instead put "The user asked earlier: <the same question>" at the top of a repeated
     question's answer.
     """
-    query = frozenset(content_terms(request.original_query.text))
+    question = request.original_query.text
+    query = frozenset(content_terms(question))
+    aspect = asked_aspect(question)  # "limitations", "advantages", "causes": synonyms and the singular count
     technical = request.response_format == "technical"
     sentences: list[_Sentence] = []
+    subject = query - aspect  # what the aspect is asked of ("mutation testing"); often only the passage names it
     for number, scored in enumerate(evidence, start=1):
+        bonus = 0.0
+        if aspect:
+            around = term_set(f"{scored.chunk.title or ''} {scored.chunk.content}")
+            bonus = ASPECT_BONUS * (len(subject & around) / len(subject) if subject else 1.0)
         for position, text, terms, has_number in analysed_sentences(scored.chunk.content):
-            overlap = len(query & terms) / len(query) if query else 0.0
+            names = names_aspect(text, aspect)
+            if names:  # in the sentence's words: "drawback" answers "limitations" (the asked stem only, for MMR)
+                terms = terms | (query & aspect)
+            overlap = _overlap(query, terms, asked=bool(aspect) and query.isdisjoint(aspect), names=names)
             score = 0.65 * overlap + 0.25 * scored.quality_score + 0.10 / (1 + position)
+            if names:
+                score += bonus  # it names what was asked for, in a passage about what it was asked of
             if technical and has_number:
                 score += 0.1
-            sentences.append(_Sentence(text, number, position, terms, score))
+            sentences.append(_Sentence(text, number, position, terms, score, on_aspect=names and bonus > 0))
     about_the_conversation = asks_about_the_conversation(request.original_query.text)
     first_hand = {
         number
         for number, scored in enumerate(evidence, start=1)
         if (scored.chunk.source_type == MEMORY_SOURCE_TYPE) == about_the_conversation
     }
-    on_topic = [s for s in sentences if query & s.terms]
+    on_topic = [s for s in sentences if query & s.terms or s.on_aspect]
     tier = [s for s in on_topic if s.number in first_hand] or on_topic or sentences
     return sorted(tier, key=lambda s: s.score, reverse=True)[:60]
+
+
+def _overlap(query: frozenset[str], terms: frozenset[str], *, asked: bool, names: bool) -> float:
+    """Share of the query's terms a sentence holds; ``asked``: the question asks for an aspect without a term for
+    it ("Why ...?"), which then counts as one more term, held when the sentence ``names`` it."""
+    wanted = len(query) + asked
+    return (len(query & terms) + (asked and names)) / wanted if wanted else 0.0
 
 
 def _select(candidates: list[_Sentence], budget: int, max_words: int, avoid: list[frozenset[str]]) -> list[_Sentence]:
