@@ -286,7 +286,9 @@ def judge(question: Question, response: Any, keys: dict[str, str], passages: dic
         if keys.get(doc_id) not in question.gold:
             continue
         cited_gold = True
-        passage = _norm(passages.get(citation.chunk_id) or citation.snippet)
+        # One source is one citation: every passage of it that the answer cites counts.
+        texts = [passages.get(chunk_id, "") for chunk_id in getattr(citation, "chunk_ids", [citation.chunk_id])]
+        passage = _norm(" ".join(texts) or citation.snippet)
         if not question.answer or any(_norm(phrase) in passage for phrase in question.answer):
             correct = True
     return {

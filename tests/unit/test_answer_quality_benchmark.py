@@ -89,6 +89,9 @@ def test_judge_needs_a_cited_gold_passage_that_holds_the_answer() -> None:
     assert not wrong_document["correct"] and not wrong_document["cited_gold"]
     no_phrase = aq.judge(question, _response("extractive", [("d1", "")]), keys, {"d1:0": "QuickCheck is a tool."})
     assert no_phrase["cited_gold"] and not no_phrase["correct"]
+    two_passages = _response("extractive", [("d1", "")])
+    two_passages.citations[0].chunk_ids = ["d1:1", "d1:0"]  # one source, one citation: both passages count
+    assert aq.judge(question, two_passages, keys, {**passages, "d1:1": "Property-based testing."})["correct"]
     asked_back = aq.judge(question, _response("clarification", []), keys, passages)
     assert asked_back["abstained"] and not asked_back["correct"]
 
