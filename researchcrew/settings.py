@@ -524,7 +524,8 @@ class ConfidenceSettings(_Group):
     for every source (the question and the passage embedded by the shared model, not the source's own score, which
     for web and arXiv is only a rank) — ``semantic`` = the cosine mapped linearly from ``semantic_floor`` (0) to
     ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
-    (``coverage_weight``). Before writing, the best support decides: at least ``answer_min_support`` → answer;
+    (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``). Before
+    writing, the best support decides: at least ``answer_min_support`` → answer;
     below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
     confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band
     comes from ``high`` / ``medium`` / ``low``. ``benchmarks/confidence_bands.py`` measured these defaults on a
@@ -562,6 +563,15 @@ class ConfidenceSettings(_Group):
         ge=0,
         le=1,
         description="Weight of the question's content words found in the passage, beside the semantic match.",
+    )
+    name_penalty: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="A passage can paraphrase a question's words but not the names it uses (QuickCheck, GraphQL, "
+        "Tesla, MATH500): a passage that lacks some of them supports the question only name_penalty + (1 - "
+        "name_penalty) × the share it holds of its support (1 turns this off). Chosen on the tune split of "
+        "benchmarks/answer_quality.py.",
     )
     support_weight: float = Field(
         default=0.7,

@@ -9,7 +9,12 @@ asks the question directly:
   linearly from ``semantic_floor`` (no match, 0) to ``semantic_full`` (a full match, 1);
 * **coverage** — the share of the question's content words (stemmed) that the passage contains: what it asks
   about must be there ("gallium" is in no abstract of the demo corpus);
-* ``support = (1 − coverage_weight) × semantic + coverage_weight × coverage``.
+* ``support = (1 − coverage_weight) × semantic + coverage_weight × coverage``;
+* **names** — a passage can say in other words everything a question asks except the names it uses ("Who wrote
+  QuickCheck?", "How many GraphQL API testing tools ...?", "... Tesla Autopilot ..."): a passage holding only a
+  share of them has its support multiplied by ``name_penalty + (1 − name_penalty) × share``. Near-miss questions
+  about a neighbouring thing (GraphQL where the corpus has a REST API study) were answered at confidence 0.70
+  from the neighbour (issue 20, ``benchmarks/answer_quality.py``). Conversation memory is judged by its own rules.
 
 Conversation memory is judged on what it is, not by word overlap with a research question, because an earlier
 exchange quotes the user:
@@ -60,7 +65,7 @@ from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
 from researchcrew.settings import ConfidenceSettings
 from researchcrew.text.sentences import split_sentences
-from researchcrew.text.terms import content_terms, term_set
+from researchcrew.text.terms import QUERY_STOP_WORDS, content_terms, term_set
 
 if TYPE_CHECKING:
     from researchcrew.embedding.embedder import Embedder
@@ -91,6 +96,47 @@ class Support:
     basis: SupportBasis
 
 
+_NAME_TOKEN = re.compile(r"[^\W_][\w'.\-]*[^\W_]|[^\W_]")
+_NAME_PARTS = re.compile(r"[\-.']")
+
+
+def question_names(question: str) -> list[str]:
+    """The names ``question`` uses, lower-cased, in order: words with a capital letter after their first character
+    ("QuickCheck", "GraphQL", "AI"), capitalised words other than the question's first ("Tesla", "Python") and words
+    of letters and digits ("MATH500", "COVID-19"); stop words never ("Which", "The")."""
+    names: list[str] = []
+    for index, token in enumerate(_NAME_TOKEN.findall(question.replace("\u2019", "'"))):
+        inner_capital = any(c.isupper() for c in token[1:])
+        letters_and_digits = any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+        if not (inner_capital or letters_and_digits or (index > 0 and token[0].isupper())):
+            continue
+        name = token.lower().rstrip(".")
+        name = name[:-2] if name.endswith("'s") else name
+        if name and name not in QUERY_STOP_WORDS and name not in names:
+            names.append(name)
+    return names
+
+
+def names_found(names: Sequence[str], chunk: ContextChunk) -> float:
+    """Share of ``names`` the chunk's title and text hold (as written, or each part of a compound: "anti-IL-2")."""
+    if not names:
+        return 1.0
+    text = f"{chunk.title or ''}\n{chunk.content}".lower()
+    found = 0
+    for name in names:
+        parts = [part for part in _NAME_PARTS.split(name) if len(part) >= 2]
+        found += name in text or (bool(parts) and all(part in text for part in parts))
+    return found / len(names)
+
+
+def name_factor(names: Sequence[str], chunk: ContextChunk, settings: ConfidenceSettings) -> float:
+    """What a passage's support is multiplied by for the question's names it lacks (1 when it holds them all)."""
+    if not names or settings.name_penalty >= 1.0:
+        return 1.0
+    share = names_found(names, chunk)
+    return 1.0 if share >= 1.0 else settings.name_penalty + (1 - settings.name_penalty) * share
+
+
 class SupportScorer(Protocol):
     """Scores evidence against the question: chunk id → ``Support``. Never raises."""
 
@@ -113,11 +159,14 @@ async def relevance_support(
     memory is judged by the same rules as with the model (``memory_support``)."""
     settings = settings or ConfidenceSettings()
     asked = personal_question(question)
+    names = question_names(question)
     result: dict[str, Support] = {}
     for chunk in chunks:
         share = coverage(question, chunk)
         judged = memory_support(asked, chunk, share, settings)
-        result[chunk.chunk_id] = judged or Support(chunk.semantic_relevance, None, share, "source_relevance")
+        named = 1.0 if chunk.source_type == MEMORY_SOURCE_TYPE else name_factor(names, chunk, settings)
+        score = chunk.semantic_relevance * named
+        result[chunk.chunk_id] = judged or Support(score, None, share, "source_relevance")
     return result
 
 
@@ -236,13 +285,15 @@ class EmbeddingSupport:
                 owner = owners[text_index]
                 best[owner] = max(best[owner], float(cosine))
         measured: dict[str, Support] = {}
+        names = question_names(question)
         for index, chunk in enumerate(chunks):
             support = fixed.get(index)
             if support is None:
                 share = coverage(question, chunk)
                 cosine = best[index] if best[index] > -1.0 else None
                 semantic = self.semantic(cosine) if cosine is not None else 0.0
-                score = round((1 - weight) * semantic + weight * share, 4)
+                named = 1.0 if chunk.source_type == MEMORY_SOURCE_TYPE else name_factor(names, chunk, self.settings)
+                score = round(((1 - weight) * semantic + weight * share) * named, 4)
                 support = Support(score, None if cosine is None else round(cosine, 4), round(share, 4), "embedding")
             measured[chunk.chunk_id] = support
             self._remember(self._key(question, chunk), support)
@@ -305,6 +356,9 @@ __all__ = [
     "about_conversation",
     "coverage",
     "memory_support",
+    "name_factor",
+    "names_found",
+    "question_names",
     "relevance_support",
     "user_statement",
 ]
