@@ -288,14 +288,20 @@ class ResearchFlow(Flow[ResearchState]):
         self.state.confidence_level, self.state.confidence = band(best, settings), best
         attempts = len(self.state.searched) - 1
         out_of_time = self.remaining_s() <= self._stages.synthesis_reserve_s
-        miss = best < settings.reformulate_min_support
+        # Worth searching again: evidence on topic but weak, or a miss — the sources answered but nothing on topic
+        # came back. When every source failed there is nothing to reword or widen: searching again at once would
+        # only call the failing sources again (a batch job retries the question later instead).
+        retrieval = self.state.retrieval
+        answered = retrieval is None or retrieval.retrieval_status != "failed"
+        miss = answered and best < settings.reformulate_min_support
+        worth_another_search = best >= settings.reformulate_min_support or miss
         if best >= settings.answer_min_support:
             decision = "sufficient"
-        elif attempts < MAX_REFORMULATIONS and not out_of_time:
+        elif worth_another_search and attempts < MAX_REFORMULATIONS and not out_of_time:
             decision = "low_confidence"
         else:
             decision = "uncertain"
-            if out_of_time and attempts < MAX_REFORMULATIONS:
+            if out_of_time and worth_another_search and attempts < MAX_REFORMULATIONS:
                 self.state.partial = True
                 self.state.caveats.append("The time limit was reached before a better search could be tried.")
         self._emit(

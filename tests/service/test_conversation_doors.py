@@ -22,21 +22,21 @@ UNRELATED = "How do flaky tests affect continuous integration?"
 
 # (what is sent, session, text): "ask" is an ordinary message of the session, "research" starts a deep run.
 MESSAGES = [
-    ("ask", "quick", VAGUE),  # nothing found: clarifying questions
+    ("ask", "quick", VAGUE),  # too vague ("the screening method" without context): clarifying questions
     ("ask", "quick", REPLY),  # the reply: the question narrowed by it
     ("ask", "other", VAGUE),
-    ("ask", "other", UNRELATED),  # a question of its own while a clarification waits: new
+    ("ask", "other", UNRELATED),  # a clear question of its own while a clarification waits: new (nothing found)
     ("research", "deep", VAGUE),  # a deep run pauses for clarification
     ("ask", "deep", UNRELATED),  # a question of its own while the run waits: a quick answer, the run still waits
-    ("ask", "deep", REPLY),  # the run's answer (a quick clarification waits in the session too: the run comes first)
+    ("ask", "deep", REPLY),  # the run's answer
 ]
 EXPECTED = [
     ("answer", "clarification", VAGUE),
     ("answer", "extractive", f"{VAGUE} ({REPLY})"),
     ("answer", "clarification", VAGUE),
-    ("answer", "clarification", UNRELATED),
+    ("answer", "uncertainty", UNRELATED),  # a clear question that finds nothing is explained, not clarified
     ("run started", "awaiting_human_feedback", "clarification"),
-    ("answer", "clarification", UNRELATED),
+    ("answer", "uncertainty", UNRELATED),
     ("run answered", VAGUE, "the run started above"),
 ]
 
