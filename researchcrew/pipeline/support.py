@@ -41,7 +41,8 @@ Cost: the int8 model embeds one text per call, so the number of texts is what a 
 found for the question itself already carry the question–passage cosine their search computed with the same model
 (``metadata["scores"]["dense"]``) and are not embedded again; web and arXiv passages are embedded once (title and
 the first ``PASSAGE_CHARS``); of memory, only the ``MEMORY_CHUNKS`` most relevant exchanges, a few clauses and
-sentences each.
+sentences each. Each text is embedded once per process: its vector is kept (by text), and the question's own vector
+is the one the search computed (the model remembers recent queries, ``embedding/query_cache.py``).
 
 ``EmbeddingSupport`` is what the assembled pipeline uses; ``relevance_support`` (each source's own relevance) is the
 fallback without a model, and what scripted test stages use. Neither raises.

@@ -95,26 +95,11 @@ async def test_a_question_is_embedded_once_and_a_recalled_exchange_once_per_sess
     assert sum(len(texts) for texts in per_question[1:]) < 3 * len(questions), per_question
 
 
-def _memory_chunk(number: int, question: str, answer: str) -> ContextChunk:
-    return ContextChunk(
-        chunk_id=f"memory:r{number}",
-        source_type="memory",
-        content=f"The user asked earlier in this conversation: {question}\nThe answer given then: {answer}",
-        semantic_relevance=0.6,
-        title="Earlier in this conversation",
-        metadata={"question": question, "answer_kind": "extractive", "session_id": "s1", "same_session": True},
-    )
-
-
-def _chunks() -> list[ContextChunk]:
+def _chunks(question: str) -> list[ContextChunk]:
+    """Evidence the support measure embeds: web and arXiv passages, a knowledge-base passage found for another
+    wording of the question (a reformulated search), the sentences of one holding a rare name of the question, and
+    what the user said."""
     return [
-        _memory_chunk(
-            1,
-            "What is metamorphic testing, and who uses it?",
-            "Metamorphic testing checks relations between the outputs of related inputs. It addresses the oracle "
-            "problem. Compilers and search engines have been tested this way.",
-        ),
-        _memory_chunk(2, "What causes flaky tests?", "Order dependence and asynchronous waits cause most flaky tests."),
         ContextChunk(
             chunk_id="web:1",
             source_type="web",
@@ -123,6 +108,38 @@ def _chunks() -> list[ContextChunk]:
             title="Flaky tests explained",
             url="https://example.org/flaky",
         ),
+        ContextChunk(
+            chunk_id="arxiv:1",
+            source_type="arxiv",
+            content="Metamorphic testing checks relations between the outputs of related inputs. It addresses the "
+            "test oracle problem.",
+            semantic_relevance=0.9,
+            title="Metamorphic testing: a review",
+        ),
+        ContextChunk(
+            chunk_id="doc1:0",
+            source_type="rag",
+            content="Order dependence and asynchronous waits cause most flaky tests in Python projects.",
+            semantic_relevance=0.7,
+            title="Flakiness in Python",
+            metadata={"query": "flaky tests causes", "scores": {"dense": 0.61}},
+        ),
+        ContextChunk(
+            chunk_id="doc2:0",
+            source_type="rag",
+            content="Property-based testing became popular. QuickCheck, released in 1999 for Haskell by Koen Claessen "
+            "and John Hughes, popularised the approach. Later tools copied it.",
+            semantic_relevance=0.5,
+            title="property.html",
+            metadata={"query": question, "scores": {"dense": 0.28}, "exact_terms": ["quickcheck"]},
+        ),
+        ContextChunk(
+            chunk_id="memory:said:r1:0",
+            source_type="memory",
+            content='You said: "I maintain a QuickCheck port".',
+            semantic_relevance=0.5,
+            metadata={"recalled_as": "user_statement", "speaker": "user", "statement": "I maintain a QuickCheck port"},
+        ),
     ]
 
 
@@ -130,14 +147,14 @@ def test_support_from_reused_vectors_equals_support_from_embedding_again(embedde
     reusing = EmbeddingSupport(embedder)
     counted = Reembedding(embedder)  # counts what ``reusing`` embeds through the same model
     reusing.embedder = counted
-    questions = ["How do retries hide flaky tests?", "What problem does metamorphic testing address?"]
+    questions = ["Who wrote QuickCheck, and does it help with flaky tests?", "When was QuickCheck released?"]
     embedded: list[int] = []
     for question in questions:
         before = len(counted.texts)
-        got = reusing.score(question, _chunks())
+        got = reusing.score(question, _chunks(question))
         embedded.append(len(counted.texts) - before)
         fresh = Reembedding(embedder)
-        expected = EmbeddingSupport(fresh).score(question, _chunks())  # every vector computed again
+        expected = EmbeddingSupport(fresh).score(question, _chunks(question))  # every vector computed again
         assert got.keys() == expected.keys()
         for chunk_id, support in expected.items():
             assert got[chunk_id].basis == support.basis
