@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from researchcrew.embedding.query_cache import QueryVectors
 from researchcrew.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class SentenceTransformerEmbedder:
         if dimension is None:
             raise ModelUnavailableError(f"embedding model {model!r} does not report its dimension")
         self._dimension = int(dimension)
+        self._queries = QueryVectors()
         self.model_name = model
         tokenizer_file = Path(path) / "tokenizer.json"
         self.tokenizer_path: Path | None = tokenizer_file if tokenizer_file.is_file() else None
@@ -100,7 +102,8 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> Vectors:
-        return np.ascontiguousarray(self.embed_documents([text])[0], dtype=np.float32)
+        """One text's vector; recent queries are remembered (``query_cache``): a question is embedded once."""
+        return self._queries.get(text, lambda query: self.embed_documents([query])[0])
 
 
 def default_cache_dir() -> Path:

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from researchcrew.embedding.cpu import usable_cpus
 from researchcrew.embedding.onnx_export import export_model
 from researchcrew.embedding.onnx_layout import ModelLayout, inspect_model
+from researchcrew.embedding.query_cache import QueryVectors
 from researchcrew.errors import ModelUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ class OnnxEmbedder:
         self.tokenizer_path = layout.tokenizer_path
         self.onnx_file = onnx_file
         self.quantized = onnx_file.parent.name.endswith("-int8")
+        self._queries = QueryVectors()
 
     @property
     def dimension(self) -> int:
@@ -106,7 +108,8 @@ class OnnxEmbedder:
         return out
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        return np.ascontiguousarray(self.embed_documents([text])[0])
+        """One text's vector; recent queries are remembered (``query_cache``): a question is embedded once."""
+        return self._queries.get(text, lambda query: self.embed_documents([query])[0])
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
+from functools import lru_cache
 
 RARE_DOCUMENTS = 3  # a term found in more documents of the candidate pool than this is not rare
 
@@ -32,14 +33,23 @@ _SHORT = 2  # words this short ("I", "a") are never names
 
 def words(text: str) -> set[str]:
     """The words of ``text``, lowercased (hyphenated words kept whole)."""
-    return {match.group().lower() for match in _WORD.finditer(text)}
+    return set(_words(text))
 
 
-def name_forms(text: str) -> set[str]:
-    """The words ``text`` writes as a name or identifier (module docstring), lowercased."""
+@lru_cache(maxsize=4_096)
+def _words(text: str) -> frozenset[str]:
+    """``words``, remembered: every search reads the same candidate chunks again (issue 20 item 7)."""
+    return frozenset(match.group().lower() for match in _WORD.finditer(text))
+
+
+def name_forms(text: str, only: Set[str] | None = None) -> set[str]:
+    """The words ``text`` writes as a name or identifier (module docstring), lowercased; with ``only``, just those
+    of them (the same answer as ``name_forms(text) & only``, without judging every other word of a long text)."""
     names: set[str] = set()
     for match in _WORD.finditer(text):
         word = match.group()
+        if only is not None and word.lower() not in only:
+            continue
         if len(word) < _SHORT or word.isdigit():
             continue
         if (
@@ -55,10 +65,12 @@ def name_forms(text: str) -> set[str]:
 def exact_terms(query: str, text: str, title: str = "") -> set[str]:
     """The query's words that the chunk (``title`` and ``text``) contains and that the query or the text writes as
     a name or identifier (not the title: Title Case capitalises every word)."""
-    shared = words(query) & (words(text) | words(title))
+    shared = _words(query) & (_words(text) | _words(title))
     if not shared:
         return set()
-    return shared & (name_forms(query) | name_forms(text))
+    named = set(shared & name_forms(query))
+    rest = shared - named
+    return named | name_forms(text, only=rest) if rest else named
 
 
 def rare_exact_matches(query: str, chunks: Iterable[tuple[str, str, str, str]]) -> dict[str, set[str]]:
@@ -66,12 +78,12 @@ def rare_exact_matches(query: str, chunks: Iterable[tuple[str, str, str, str]]) 
     rare exact terms it holds."""
     terms_of: dict[str, set[str]] = {}
     documents: defaultdict[str, set[str]] = defaultdict(set)
-    asked = words(query)
+    asked = _words(query)
     for key, document, title, text in chunks:
         found = exact_terms(query, text, title)
         if found:
             terms_of[key] = found
-        for term in asked & (words(text) | words(title)):
+        for term in asked & (_words(text) | _words(title)):
             documents[term].add(document)
     rare = {key: {term for term in found if len(documents[term]) <= RARE_DOCUMENTS} for key, found in terms_of.items()}
     return {key: terms for key, terms in rare.items() if terms}

@@ -165,17 +165,24 @@ class Searcher:
             for rank, row in enumerate(self._store.search_dense(request.vector, request.pool, expression)):
                 candidate = candidates.setdefault(str(row[schema.PK]), fusion.Candidate.from_row(row))
                 candidate.dense, candidate.dense_rank = float(row["distance"]), rank
+        every_match = False  # whether the BM25 side returned every chunk holding a query term
         if request.analysed:
-            for rank, row in enumerate(self._store.search_bm25(request.analysed, request.pool, expression)):
+            rows = self._store.search_bm25(request.analysed, request.pool, expression)
+            every_match = len(rows) < request.pool
+            for rank, row in enumerate(rows):
                 candidate = candidates.setdefault(str(row[schema.PK]), fusion.Candidate.from_row(row))
                 # Milvus Lite reports BM25 as a negative distance, a server as a positive score; BM25 is >= 0.
                 candidate.bm25, candidate.bm25_rank = abs(float(row["distance"])), rank
         if request.mode == "hybrid":
-            self._complete(request, candidates)
+            self._complete(request, candidates, bm25_complete=every_match)
         return candidates
 
-    def _complete(self, request: fusion.Request, candidates: dict[str, fusion.Candidate]) -> None:
-        """Score every candidate on both sides (a side's miss is a low score, not an unknown one)."""
+    def _complete(
+        self, request: fusion.Request, candidates: dict[str, fusion.Candidate], *, bm25_complete: bool = False
+    ) -> None:
+        """Score every candidate on both sides (a side's miss is a low score, not an unknown one). When the BM25
+        side returned fewer rows than it was asked for, it returned every chunk holding a query term, and the
+        others score 0 without asking Milvus again."""
         assert request.vector is not None  # noqa: S101 - hybrid mode always embeds the query
         no_dense = [pk for pk, candidate in candidates.items() if candidate.dense is None]
         if no_dense:
@@ -183,7 +190,7 @@ class Searcher:
             for row in self._store.fetch(no_dense, [schema.PK, schema.DENSE]):
                 candidates[row[schema.PK]].dense = fusion.cosine(query, row[schema.DENSE])
         no_bm25 = [pk for pk, candidate in candidates.items() if candidate.bm25 is None]
-        if no_bm25 and request.analysed:
+        if no_bm25 and request.analysed and not bm25_complete:
             restrict = f"{schema.PK} in [{', '.join(schema.quote(pk) for pk in no_bm25)}]"
             for row in self._store.search_bm25(request.analysed, len(no_bm25), restrict):
                 candidates[str(row[schema.PK])].bm25 = abs(float(row["distance"]))

@@ -41,7 +41,8 @@ Cost: the int8 model embeds one text per call, so the number of texts is what a 
 found for the question itself already carry the question–passage cosine their search computed with the same model
 (``metadata["scores"]["dense"]``) and are not embedded again; web and arXiv passages are embedded once (title and
 the first ``PASSAGE_CHARS``); of memory, only the ``MEMORY_CHUNKS`` most relevant exchanges, a few clauses and
-sentences each.
+sentences each. Each text is embedded once per process: its vector is kept (by text), and the question's own vector
+is the one the search computed (the model remembers recent queries, ``embedding/query_cache.py``).
 
 ``EmbeddingSupport`` is what the assembled pipeline uses; ``relevance_support`` (each source's own relevance) is the
 fallback without a model, and what scripted test stages use. Neither raises.
@@ -52,12 +53,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
+import numpy.typing as npt
 
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_evidence
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
@@ -82,6 +85,7 @@ EXACT_SENTENCES = 3  # sentences holding a rare name of the question, measured o
 MEMORY_CHUNKS = 3  # the most relevant recalled exchanges are measured; the rest keep their recall relevance
 REPEAT_COSINE = 0.92  # an earlier question this close to the current one is the same question asked again
 _CACHE_SIZE = 2_048
+_VECTORS_SIZE = 4_096  # passage vectors kept (1.5 KB each with the default model)
 _ANSWER_MARK = "The answer given then:"
 _CLAUSE = re.compile(r"(?<=[,;:?!.])\s+")
 
@@ -212,6 +216,8 @@ class EmbeddingSupport:
         self.embedder = embedder
         self.settings = settings or ConfidenceSettings()
         self._cache: OrderedDict[tuple[str, str, str], Support] = OrderedDict()
+        self._vectors: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()  # passage text → its vector
+        self._vectors_lock = threading.Lock()  # questions are measured on worker threads, several at a time
 
     async def __call__(self, question: str, chunks: Sequence[ContextChunk]) -> dict[str, Support]:
         if not chunks:
@@ -276,8 +282,8 @@ class EmbeddingSupport:
                 owners.append(index)
                 repeats.append(is_question)
         if texts:
-            query = self.embedder.embed_query(question)
-            vectors = self.embedder.embed_documents(texts)
+            query = self.embedder.embed_query(question)  # the search already embedded it: the model remembers
+            vectors = self._passage_vectors(texts, {text for text, flag in zip(texts, repeats, strict=True) if flag})
             cosines = vectors @ query
             for text_index, cosine in enumerate(np.asarray(cosines, dtype=float)):
                 if repeats[text_index] and cosine >= REPEAT_COSINE:
@@ -298,6 +304,26 @@ class EmbeddingSupport:
             measured[chunk.chunk_id] = support
             self._remember(self._key(question, chunk), support)
         return measured
+
+    def _passage_vectors(self, texts: list[str], questions: set[str]) -> npt.NDArray[np.float32]:
+        """The vectors of ``texts``, each embedded once per process: a recalled exchange is measured against every
+        later question of its session, and the passage (or sentence) is the same text each time. An earlier
+        question (``questions``) was a query itself, whose vector the model remembers (``embed_query``)."""
+        with self._vectors_lock:
+            found = {text: self._vectors[text] for text in texts if text in self._vectors}
+            for text in found:
+                self._vectors.move_to_end(text)
+        for text in questions.difference(found):
+            found[text] = self.embedder.embed_query(text)
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            found.update(zip(missing, self.embedder.embed_documents(missing), strict=True))
+        with self._vectors_lock:
+            for text in texts:
+                self._vectors[text] = found[text]
+            while len(self._vectors) > _VECTORS_SIZE:
+                self._vectors.popitem(last=False)
+        return np.stack([found[text] for text in texts])
 
     def _key(self, question: str, chunk: ContextChunk) -> tuple[str, str, str]:
         return (question, chunk.chunk_id, chunk.content[:64])
