@@ -9,7 +9,8 @@ A tool implements ``_search``. Callers use either
 
 Inside ``_search`` a tool raises ``ToolError(kind, message)`` for failures it understands (mapping its SDK's
 named exceptions), and ``search`` reports them as data. Anything else it raises is a bug: ``search`` logs the
-traceback and reports it as ``internal_error``. ``timeout=`` bounds one call.
+traceback and reports it as ``internal_error``. ``timeout=`` bounds one call: when it is up, ``search`` reports the
+timeout at once and does not wait for ``_search`` to unwind (``researchcrew.blocking.run_within``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ import inspect
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, get_args
 
 from pydantic import Field, ValidationError
 
+from researchcrew.blocking import BlockingBacklogError, run_within
 from researchcrew.contracts._base import Contract
 from researchcrew.contracts.chunks import ContextChunk, SourceFailure
 from researchcrew.errors import FailureKind, ToolError
@@ -63,8 +67,8 @@ class Tool(ABC):
         chunks: list[ContextChunk] = []
         try:
             self._check_arguments(query, kwargs)
-            async with asyncio.timeout(timeout):
-                raw = await self._search(query, **kwargs)
+            # Not asyncio.timeout: the answer must not wait for a tool's slow unwinding once its time is up.
+            raw = await run_within(self._search(query, **kwargs), _time_left(timeout), what=self.name)
             chunks = validate_chunks(raw, self)
         except ToolError as error:
             failure = failure_of(error, tool_name=self.name)
@@ -72,6 +76,9 @@ class Tool(ABC):
         except TimeoutError:
             failure = SourceFailure(kind="timeout", message=f"{self.name} did not answer within {timeout:g} s")
             logger.warning("%s timed out after %s s", self.name, timeout)
+        except BlockingBacklogError as error:  # its worker threads are all held by calls past their time
+            failure = SourceFailure(kind="timeout", message=str(error))
+            logger.warning("%s was not started: %s", self.name, error)
         except Exception as error:  # the one outermost guard: a bug in a tool becomes a reported failure
             logger.exception("%s raised unexpectedly", self.name)
             failure = unexpected_failure(self.name, error)
@@ -100,6 +107,30 @@ class Tool(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, source_type={self.source_type!r})"
+
+
+# The loop time at which the current call's time is up, when the caller counts it from earlier than the call's start
+# (the Retriever: from the fan-out's start, so that a task started late under load still ends on time).
+_DEADLINE: ContextVar[float | None] = ContextVar("researchcrew_tool_deadline", default=None)
+
+
+@contextmanager
+def deadline_at(deadline: float) -> Iterator[None]:
+    """Within the block, ``Tool.search(timeout=t)`` ends by ``deadline`` (loop time) too: it waits at most
+    ``min(t, deadline - now)``, and reports its timeout as ``t``."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _time_left(timeout: float | None) -> float | None:
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = max(0.0, deadline - asyncio.get_running_loop().time())
+    return left if timeout is None else min(timeout, left)
 
 
 FAILURE_KINDS: frozenset[str] = frozenset(get_args(FailureKind))
