@@ -6,12 +6,10 @@ timeout, the run's deadline), returns at once and **abandons** the call: it fini
 exception is discarded, and it is counted (``abandoned``, ``abandoned_running``) and logged at DEBUG — expected
 under load, nothing a user must read.
 
-The pool is bounded twice, so abandoned work cannot pile up:
-
-* ``max_workers`` threads run calls (a call past its time holds one until it ends);
-* at most ``max_pending`` calls may be queued or running at once, and while every thread is held by abandoned
-  calls none is queued: ``run`` then raises ``BlockingBacklogError`` at once instead of queueing behind work
-  nobody waits for.
+Abandoned work cannot pile up: only ``max_workers`` threads run calls; a queued call whose caller gives up is
+cancelled before it starts (so the queue holds only calls somebody waits for), and a running one holds its thread
+until it ends — so at most ``max_workers`` abandoned calls exist. While every thread is held by abandoned calls,
+``run`` raises ``BlockingBacklogError`` at once instead of queueing behind work nobody waits for.
 
 Why not ``asyncio.to_thread``: it too stops waiting on cancellation, but its threads are the loop's default
 executor (``min(32, cores + 4)``: six on two cores), shared with everything else. Six knowledge-base searches
@@ -40,20 +38,17 @@ T = TypeVar("T")
 
 
 class BlockingBacklogError(ResearchCrewError):
-    """A blocking pool is full of calls that are queued or still running past their callers' time."""
+    """Every thread of a blocking pool is held by calls still running past their callers' time."""
 
 
 class BlockingPool:
     """A bounded set of threads for one kind of blocking work, whose callers may stop waiting (see the module)."""
 
-    def __init__(self, name: str, *, max_workers: int = 4, max_pending: int | None = None) -> None:
+    def __init__(self, name: str, *, max_workers: int = 4) -> None:
         if max_workers < 1:
             raise ValueError(f"max_workers must be at least 1, got {max_workers}")
         self.name = name
         self.max_workers = max_workers
-        self.max_pending = max_pending if max_pending is not None else 2 * max_workers
-        if self.max_pending < max_workers:
-            raise ValueError(f"max_pending ({self.max_pending}) must be at least max_workers ({max_workers})")
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
         self._pending = 0  # submitted and not yet finished (queued or running)
@@ -72,7 +67,8 @@ class BlockingPool:
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` on a pool thread (with the caller's context variables). Cancelling the caller
-        returns at once; the call is then abandoned. Raises ``BlockingBacklogError`` when the pool is full."""
+        returns at once; the call is then abandoned. Raises ``BlockingBacklogError`` while every thread is held by
+        abandoned calls."""
         future = self._submit(functools.partial(contextvars.copy_context().run, fn, *args, **kwargs))
         try:
             return await asyncio.wrap_future(future)
@@ -83,12 +79,12 @@ class BlockingPool:
 
     def _submit(self, call: Callable[[], T]) -> Future[T]:
         with self._lock:
-            # Full, or every thread held by work nobody waits for: a new call would only wait out its own time.
-            if self._pending >= self.max_pending or self._abandoned_running >= self.max_workers:
+            # Every thread held by work nobody waits for: a new call would only wait out its own time.
+            if self._abandoned_running >= self.max_workers:
                 self.refused += 1
                 raise BlockingBacklogError(
-                    f"{self.name}: {self._pending} earlier calls are still queued or running "
-                    f"({self._abandoned_running} of them past their callers' time); not started"
+                    f"{self.name}: all {self.max_workers} threads are held by earlier calls still running past "
+                    "their callers' time; not started"
                 )
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self.max_workers, thread_name_prefix=self.name)
@@ -146,7 +142,7 @@ class BlockingPool:
             executor.shutdown(wait=False, cancel_futures=True)
 
     def __repr__(self) -> str:
-        return f"BlockingPool({self.name!r}, max_workers={self.max_workers}, max_pending={self.max_pending})"
+        return f"BlockingPool({self.name!r}, max_workers={self.max_workers})"
 
 
 class AbandonedTasks:

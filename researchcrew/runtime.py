@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.agent import MemoryAgent
     from researchcrew.pipeline.stages import ResearchStages
+    from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
 
 logger = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class Runtime:
         self._memory_agent: MemoryAgent | None = None
         self._stages: ResearchStages | None = None
         self._limits: SharedLimits | None = None
+        self._health: SourceHealth | None = None
         self._tools: list[Tool] | None = None
         self._deep: DeepResearch | None = None
         # (user, session) → the question answered with clarifying questions, or None once it was answered here.
@@ -201,6 +203,19 @@ class Runtime:
             self._limits = SharedLimits(self.settings)
         return self._limits
 
+    def source_health(self) -> SourceHealth:
+        """Which sources are backing off after a recent failure (``tools/health.py``): this process's, and shared
+        with every process using the same Redis when ``redis.url`` is set."""
+        if self._health is None:
+            from researchcrew.tools.health import SourceHealth
+
+            self._health = SourceHealth(
+                self.settings.health,
+                client=self.shared_limits().async_client(),
+                key_prefix=self.settings.redis.key_prefix,
+            )
+        return self._health
+
     async def _connected_knowledge_base(self) -> KnowledgeBase:
         """The knowledge base, connected now (Milvus Lite starts, the collection loads: about a second, paid at
         start-up rather than by the first question). An unreachable one is not fatal: its RAG source retries per
@@ -274,6 +289,7 @@ class Runtime:
             embedder=embedder,
             memory_unavailable=self._memory_failure if self.remember else None,
             memory_store=store,
+            health=self.source_health(),
         )
 
     # The question pipeline ------------------------------------------------------------------------------------
@@ -419,7 +435,9 @@ class Runtime:
         owned = self._owns_llm and self.settings.llm.model is not None
         llm = build_llm(self.settings.llm) if owned else self.llm()
         try:
-            stages = assemble_stages(self.settings, tools=tools, llm=llm, memory_agent=None)
+            stages = assemble_stages(
+                self.settings, tools=tools, llm=llm, memory_agent=None, health=self.source_health()
+            )
             yield DeepResources(stages=stages, tools=tools, llm=llm)
         finally:
             if owned and llm is not None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.agent import MemoryAgent
+    from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
 
 logger = logging.getLogger(__name__)
@@ -40,11 +41,13 @@ def assemble_stages(
     embedder: Embedder | None = None,
     memory_unavailable: str | None = None,
     memory_store: MemoryStore | None = None,
+    health: SourceHealth | None = None,
 ) -> ResearchStages:
     """The stages one research run uses. ``memory_agent=None`` remembers nothing; ``memory_unavailable`` says why
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
-    session summaries (None: every question is researched as asked)."""
+    session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
+    recent failure (None: every question tries every source)."""
     from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
     from researchcrew.pipeline.retrieve import RetrieverAgent
@@ -65,7 +68,7 @@ def assemble_stages(
     reformulate = llm_reformulation(llm, timeout_s=settings.llm.timeout_s) if llm else deterministic_reformulation
     follow_up_options = _follow_up(settings, llm=llm, memory_store=memory_store, memory_agent=memory_agent)
     return ResearchStages(
-        retriever=RetrieverAgent(tools, settings=settings.retrieval),
+        retriever=RetrieverAgent(tools, settings=settings.retrieval, health=health),
         evaluator=EvaluatorAgent(settings.evaluation, llm=llm),
         fallback_evaluator=EvaluatorAgent(settings.evaluation),  # deterministic: no LLM adjudication
         synthesizer=SynthesizerAgent.from_settings(settings, llm),

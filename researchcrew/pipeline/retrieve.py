@@ -36,6 +36,7 @@ from researchcrew.errors import ToolError
 from researchcrew.pipeline.progress import report_source
 from researchcrew.settings import RetrievalSettings
 from researchcrew.tools.base import Tool, ToolResult, deadline_at, failure_of, unexpected_failure, validate_chunks
+from researchcrew.tools.health import SourceHealth
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +52,10 @@ _MAX_ID_CHARS = 256
 
 def _guard_grace_s(budget_s: float) -> float:
     """How long after a tool's own timeout the Retriever's guard fires: long enough that a well-behaved tool
-    reports its timeout itself even when the loop is slow (GIL handoffs to busy worker threads take milliseconds
-    each), so that the guard only catches tools that ignore ``timeout=``; within 5 % of the budget (10 ms at least,
-    100 ms at most)."""
-    return min(0.1, max(0.01, 0.05 * budget_s))
+    reports its timeout itself even when the loop is slow (under load, GIL handoffs to busy worker threads and the
+    scheduler take milliseconds each), so that the guard only catches tools that ignore ``timeout=``; 10 % of the
+    budget, between 50 ms and 500 ms."""
+    return min(0.5, max(0.05, 0.1 * budget_s))
 
 
 @dataclass(slots=True)
@@ -75,7 +76,9 @@ class RetrieverAgent:
     ``RetrieverInput`` does not set them explicitly.
     """
 
-    def __init__(self, tools: Sequence[Tool], *, settings: RetrievalSettings | None = None) -> None:
+    def __init__(
+        self, tools: Sequence[Tool], *, settings: RetrievalSettings | None = None, health: SourceHealth | None = None
+    ) -> None:
         for position, tool in enumerate(tools):
             if not isinstance(tool, Tool):
                 raise TypeError(
@@ -91,6 +94,7 @@ class RetrieverAgent:
                 ) from error
         self._tools: tuple[Tool, ...] = tuple(tools)
         self._settings = settings or RetrievalSettings()
+        self.health = health
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -113,10 +117,32 @@ class RetrieverAgent:
             else:
                 selected.append((index, tool))
 
-        if selected:
-            outcomes.update(await self._fan_out(selected, request, num_results=num_results))
+        called = await self._healthy(selected, outcomes)
+        if called:
+            fanned = await self._fan_out(called, request, num_results=num_results)
+            outcomes.update(fanned)
+            if self.health is not None:
+                await self.health.record((tool.name, fanned[index].report.failure) for index, tool in called)
 
         return self._assemble(request, outcomes, selected, started)
+
+    async def _healthy(self, selected: list[tuple[int, Tool]], outcomes: dict[int, _Outcome]) -> list[tuple[int, Tool]]:
+        """The selected tools to call: a source backing off after a recent failure is reported as skipped, with
+        the reason (``tools/health.py``), and not called."""
+        if self.health is None or not selected:
+            return selected
+        skips = await self.health.skips([(tool.name, tool.source_type) for _, tool in selected])
+        called: list[tuple[int, Tool]] = []
+        for index, tool in selected:
+            skip = skips.get(tool.name)
+            if skip is None:
+                called.append((index, tool))
+                continue
+            outcomes[index] = _Outcome(
+                SourceReport(source_type=tool.source_type, tool_name=tool.name, status="skipped", failure=skip.failure)
+            )
+            report_source(outcomes[index].report)
+        return called
 
     # Fan-out ------------------------------------------------------------------------------------------------
     def timeout_for(self, tool: Tool, request: RetrieverInput) -> float:
@@ -278,7 +304,9 @@ class RetrieverAgent:
         reports = [outcomes[i].report for i in sorted(outcomes)]
 
         answered = [r for r in reports if r.status in ("success", "empty")]
-        failed = [r for r in reports if r.status == "failed"]
+        # A source skipped because it is backing off after a failure counts as failed for the status and the
+        # summary: it was selected and could not be searched (its report says why, and that it was not called).
+        failed = [r for r in reports if r.status == "failed" or (r.status == "skipped" and r.failure is not None)]
         status: RetrievalStatus
         if not selected:
             status = "failed"
