@@ -267,7 +267,7 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("confidence", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         kept = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        supports = await self._stages.support(self._researched_query().text, kept)
+        supports = await self._stages.measure_support(self._researched_query().text, kept, self.remaining_s())
         self._supports.update(supports)
         best = max((support.score for support in supports.values()), default=0.0)
         settings = self._stages.confidence

@@ -39,7 +39,7 @@ from researchcrew.pipeline.follow_up.base import (
 )
 from researchcrew.pipeline.follow_up.rule import rule_rewrite
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
-from researchcrew.pipeline.support import SupportScorer, relevance_support
+from researchcrew.pipeline.support import Support, SupportScorer, relevance_support
 from researchcrew.settings import ConfidenceSettings
 
 if TYPE_CHECKING:
@@ -151,6 +151,21 @@ class ResearchStages:
         except Exception:  # the outermost guard around a pluggable rewriter: a bug must not sink the question
             logger.exception("the follow-up rewriter raised; using the rule")
         return rule_rewrite(question, summary)
+
+    async def measure_support(
+        self, question: str, chunks: Sequence[ContextChunk], remaining_s: float
+    ) -> dict[str, Support]:
+        """How well each chunk supports the question, within the run's time: the scorer (an embedding model under
+        load can take seconds) gets what is left less half the synthesis reserve; past that, each source's own
+        relevance stands in, so the run's budget holds."""
+        budget = remaining_s - self.synthesis_reserve_s / 2
+        if budget > 0:
+            try:
+                async with asyncio.timeout(budget):
+                    return await self.support(question, chunks)
+            except TimeoutError:
+                logger.warning("measuring support hit the run deadline after %.2f s; using source relevance", budget)
+        return await relevance_support(question, chunks, self.confidence)
 
     async def evaluate(self, request: EvaluatorInput, remaining_s: float) -> tuple[EvaluatorOutput, bool]:
         """The evaluation, and whether the deadline forced the deterministic fallback. LLM adjudication of
