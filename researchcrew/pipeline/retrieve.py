@@ -122,7 +122,11 @@ class RetrieverAgent:
             fanned = await self._fan_out(called, request, num_results=num_results)
             outcomes.update(fanned)
             if self.health is not None:
-                await self.health.record((tool.name, fanned[index].report.failure) for index, tool in called)
+                await self.health.record(
+                    (tool.name, failure)
+                    for index, tool in called
+                    if (failure := fanned[index].report.failure) is None or tool.counts_against_health(failure)
+                )
 
         return self._assemble(request, outcomes, selected, started)
 

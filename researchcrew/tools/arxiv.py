@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 import arxiv
 import requests
 
-from researchcrew.contracts.chunks import ContextChunk
+from researchcrew.contracts.chunks import ContextChunk, SourceFailure
 from researchcrew.errors import ToolError
 from researchcrew.net.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 from researchcrew.settings import ArxivSettings
@@ -84,6 +84,7 @@ class RequestSpacer:
         self._last_start: float | None = None
         self._executor: ThreadPoolExecutor | None = None
         self.request_starts: list[float] = []  # clock() at each request start (the most recent 1000)
+        self.last_answer_at: float | None = None  # clock() when the host last answered (any status)
         self.shared: SharedPacer | None = None  # the pacing shared with other processes (through Redis), if any
 
     async def run(self, fn: Callable[[], T]) -> T:
@@ -92,6 +93,9 @@ class RequestSpacer:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="arxiv-api")
             executor = self._executor
         return await asyncio.get_running_loop().run_in_executor(executor, fn)
+
+    def clock(self) -> float:
+        return self._clock()
 
     def wait_turn(self) -> None:
         """Block (on the worker thread) until ``min_interval_s`` has passed since the previous request started."""
@@ -149,6 +153,7 @@ class _PacedSession(requests.Session):
         self._local.last_response = None
         self.spacer.wait_turn()
         response = super().request(method, url, *args, **kwargs)
+        self.spacer.last_answer_at = self.spacer.clock()
         read_capped(response, self.max_bytes)
         self._local.last_response = response
         return response
@@ -242,6 +247,13 @@ class ArxivTool(Tool):
         self._client._session = self._session  # the package's only transport seam (see the module docstring)
         self._cache = _TTLCache(self.settings.cache_ttl_s, self.settings.cache_size, clock)
         self._inflight: dict[tuple[int, _Query], _Flight] = {}
+
+    def counts_against_health(self, failure: SourceFailure) -> bool:
+        """A timeout while arXiv answered within the last timeout was spent waiting for our own pacing turn (one
+        request per 3 s, callers queue): arXiv is fine, so it is not backed off for it."""
+        if failure.kind != "timeout" or self.spacer.last_answer_at is None:
+            return True
+        return self.spacer.clock() - self.spacer.last_answer_at > self.settings.effective_timeout_s
 
     def close(self) -> None:
         """Close the HTTP session (the process-wide spacer stays for other instances)."""

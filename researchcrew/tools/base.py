@@ -97,6 +97,11 @@ class Tool(ABC):
         except TypeError as error:
             raise ToolError("invalid_request", f"{self.name} does not take these arguments: {error}") from error
 
+    def counts_against_health(self, failure: SourceFailure) -> bool:
+        """Whether ``failure`` says the source itself is unwell (``tools/health.py`` then backs it off). A tool
+        whose calls wait in its own queue (arXiv's pacing) says no to a timeout spent waiting there."""
+        return True
+
     async def execute(self, query: str, **kwargs: Any) -> list[ContextChunk]:
         """The seed's interface: chunks, or an empty list when the tool failed (the failure is logged)."""
         return (await self.search(query, **kwargs)).chunks

@@ -233,3 +233,35 @@ def test_status_without_redis_says_what_it_can_know(tmp_path: Any) -> None:
     assert result.exit_code == 0
     assert "no redis.url is set" in result.stdout and "--url" in result.stdout
     assert all(line.rstrip().endswith("healthy") for line in result.stdout.splitlines()[1:])
+
+
+class PacedTool(FakeTool):
+    """Times out waiting in its own queue while the source answers: not the source's fault."""
+
+    def counts_against_health(self, failure: SourceFailure) -> bool:
+        return failure.kind != "timeout"
+
+
+async def test_a_timeout_the_tool_says_was_its_own_queue_does_not_back_the_source_off() -> None:
+    paced = PacedTool("arxiv", name="academic_search", fail_with=("timeout", "waited for its turn"))
+    retriever = RetrieverAgent([paced], health=SourceHealth(SETTINGS, clock=Clock()))
+    await retriever.run(request())
+    await retriever.run(request())
+    assert paced.started == 2  # tried again: a queue of our own says nothing about arXiv
+
+
+def test_arxiv_does_not_count_a_timeout_spent_waiting_for_its_pacing_turn() -> None:
+    from researchcrew.settings import ArxivSettings
+    from researchcrew.tools.arxiv import ArxivTool, RequestSpacer
+
+    now = [100.0]
+    spacer = RequestSpacer(3.0, clock=lambda: now[0])
+    tool = ArxivTool(ArxivSettings(timeout_s=7), spacer=spacer)
+    timeout = SourceFailure(kind="timeout", message="academic_search did not answer within 7 s")
+    assert tool.counts_against_health(timeout)  # never answered: the timeout is arXiv's
+    spacer.last_answer_at = 96.0
+    assert not tool.counts_against_health(timeout)  # it answered 4 s ago: we were waiting for our turn
+    now[0] = 104.0
+    assert tool.counts_against_health(timeout)
+    assert tool.counts_against_health(UNREACHABLE)
+    tool.close()
