@@ -181,13 +181,13 @@ async def run_scenario(settings: Any, tools: list[Any], questions: list[str], ma
     totals = {"detected": 0, "followed": 0, "kept": 0, "unresolved": 0, "skipped": 0}
     async with open_runtime(settings, tools=tools, remember=False) as runtime:
         # Warm-up, not counted: the embedding model, Milvus Lite's first queries, crewAI's first Flow.
-        await runtime.start_deep_run(
+        await (await runtime.deep_research()).research(
             ResearchRequest(question="What is software testing?", user_id="bench", session_id="warmup"),
             DeepOptions(auto_approve=True, max_subquestions=1, follow_references=False),
         )
         for question in questions:
             started = time.perf_counter()
-            run = await runtime.start_deep_run(
+            run = await (await runtime.deep_research()).research(
                 ResearchRequest(question=question, user_id="bench", session_id="deep"),
                 DeepOptions(auto_approve=True, max_subquestions=max_items),
             )

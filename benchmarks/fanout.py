@@ -1,4 +1,4 @@
-"""Fan-out overhead of the RetrieverAgent, and how quickly a hung source is cut off.
+"""Fan-out overhead of the Retriever, and how quickly a hung source is cut off.
 
     .venv/bin/python benchmarks/fanout.py [--runs 50]
 
@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from researchcrew.contracts import ContextChunk, RetrieverInput
-from researchcrew.pipeline.retrieve import RetrieverAgent
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.tools.base import Tool
 
 TARGETS = {"overhead_median_ms": 10.0, "overhead_p95_ms": 25.0, "hung_wall_s": 0.55}
@@ -67,7 +67,7 @@ def percentile(values: list[float], q: float) -> float:
 
 async def overhead(runs: int) -> dict[str, Any]:
     tools = [SleepingTool(source, delay) for source, delay in DELAYS_S.items()]
-    agent = RetrieverAgent(tools)
+    agent = Retriever(tools)
     request = RetrieverInput(query_text="benchmark query", user_id="u", session_id="s", timeout_per_source=5)
     for _ in range(3):  # warm-up: first-call costs (imports, pydantic schema caches) are not fan-out overhead
         await agent.run(request)
@@ -103,7 +103,7 @@ async def hung(runs: int) -> dict[str, Any]:
         SleepingTool("arxiv", 0.2),
         SleepingTool("memory", None),
     ]
-    agent = RetrieverAgent(tools)
+    agent = Retriever(tools)
     request = RetrieverInput(query_text="benchmark query", user_id="u", session_id="s", timeout_per_source=0.5)
     walls: list[float] = []
     for _ in range(runs):

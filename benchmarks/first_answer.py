@@ -67,7 +67,7 @@ t = now()
 import researchcrew.tools.arxiv, researchcrew.tools.rag, researchcrew.tools.memory_recall
 phase("import tools.arxiv/rag/memory_recall", t)
 t = now()
-import researchcrew.pipeline.remember.agent, researchcrew.memory.store
+import researchcrew.pipeline.remember.writer, researchcrew.memory.store
 phase("import memory agent + store (sqlalchemy, alembic, outbox)", t)
 t = now()
 from researchcrew.embedding.embedder import get_embedder

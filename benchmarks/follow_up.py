@@ -170,7 +170,7 @@ async def stage_latency(repeat: int) -> dict[str, Any]:
             final = summary
             assert final is not None
             await store.update_session_summary(user_id="u", session_id="s", update=lambda _: final)
-            options = _follow_up(settings, llm=None, memory_store=store, memory_agent=None)
+            options = _follow_up(settings, llm=None, memory_store=store, memory_writer=None)
             stages: ResearchStages = scripted_stages(None, **options)  # type: ignore[arg-type]
             values = []
             for _ in range(repeat):

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/memory_overhead.py [--answers 200] [--interval-ms 100] [--database-url ...]
 
-A real MemoryAgent on a real MemoryStore (SQLite in a temporary directory by default) with the packaged embedding
+A real MemoryWriter on a real MemoryStore (SQLite in a temporary directory by default) with the packaged embedding
 model (every exchange is embedded for recall), the rule-based entity extractor and the Zep outbox (a loopback Zep,
 worker running). Answers arrive every ``--interval-ms``; for each, the time from calling
 ``remember_in_background`` to getting control back is what memory adds to that answer (target ≤ 5 ms, issue 5).
@@ -35,7 +35,7 @@ from researchcrew.embedding.embedder import get_embedder
 from researchcrew.memory.outbox import OutboxWorker
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory
-from researchcrew.pipeline.remember.agent import MemoryAgent
+from researchcrew.pipeline.remember.writer import MemoryWriter
 from researchcrew.settings import EmbeddingSettings, ZepSettings
 from tests.loopback.server import LoopbackServer
 from tests.loopback.zep import FakeZep
@@ -94,7 +94,7 @@ async def run(answers: int, interval_s: float, database_url: str) -> dict[str, A
     zep = ZepMemory(ZepSettings(api_url=server.url, api_key="bench-key"))
     worker = OutboxWorker(store, zep)
     worker.start()
-    agent = MemoryAgent(store, zep_outbox=worker)
+    agent = MemoryWriter(store, zep_outbox=worker)
     await agent.run(answer(-1))  # warm-up: first-call costs (schema caches, first embedding) are not per-answer
 
     handoff_ms: list[float] = []

@@ -101,7 +101,7 @@ from .knowledge.collection import (
     KnowledgeBase as KnowledgeBase,
 )
 from .pipeline.retrieve import (
-    RetrieverAgent as RetrieverAgent,
+    Retriever as Retriever,
 )
 from .runtime import (
     Runtime as Runtime,

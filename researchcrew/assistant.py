@@ -22,6 +22,11 @@ Deep research (a plan of sub-questions, each researched, references followed, on
     print(run.report.response.answer)
 
     run = await assistant.research("...", approve=True)     # batch: no questions, the plan approved as proposed
+
+The operations have one name at every door (SDK, CLI, HTTP): ``research``, ``get_research_run``,
+``answer_clarification``, ``decide_plan``, ``resume_research``, ``cancel_research``. ``ask_in_session`` takes a message
+as the chat service does: when the session's deep run waits for an answer to its clarifying questions, the message is
+that answer (the conversation layer, ``researchcrew.pipeline.conversation``, decides, for every door alike).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from researchcrew.contracts.clarification import ClarificationAnswer
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ConfigurationError, ResearchCrewError
+from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
@@ -170,6 +176,19 @@ class ResearchAssistant:
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
         return await self.runtime.ask(request)
 
+    async def ask_in_session(
+        self, message: str, *, user_id: str = "default", session_id: str = "default", **options: Any
+    ) -> FinalResponse | DeepRun:
+        """A message of a session, taken as ``POST /v1/sessions/{id}/messages`` takes it: the answer to the clarifying
+        questions of the session's paused deep run when it is one (the run continues to its next pause or its end;
+        the ``DeepRun`` is returned), else ``ask`` (itself the reply to a quick answer's clarifying questions when
+        one is open). The same conversation layer decides for both doors."""
+        request = self.request(message, user_id=user_id, session_id=session_id, **options)
+        turn = await self.runtime.conversation.turn(request)
+        if isinstance(turn, ResearchReply):
+            return await self.answer_clarification(turn.run_id, turn.answer, user_id=user_id)
+        return await self.runtime.ask(request)
+
     def ask_sync(
         self, query: str, *, user_id: str = "default", session_id: str = "default", **options: Any
     ) -> FinalResponse:
@@ -251,9 +270,7 @@ class ResearchAssistant:
             clarify=clarify,
             follow_references=follow_references,
         )
-        return await self.runtime.start_deep_run(request, deep_options)
-
-    deep_research = research
+        return await (await self.runtime.deep_research()).research(request, deep_options)
 
     async def research_stream(
         self, question: str, *, user_id: str = "default", session_id: str = "default", **options: Any
@@ -269,7 +286,7 @@ class ResearchAssistant:
         )
         deep_options = self.deep_options(**{key: options.pop(key) for key in deep_keys if key in options})
         request = self.request(question, user_id=user_id, session_id=session_id, **options)
-        async for item in self.runtime.stream_deep_run(request, deep_options):
+        async for item in (await self.runtime.deep_research()).research_stream(request, deep_options):
             yield item
 
     async def answer_clarification(
@@ -277,8 +294,9 @@ class ResearchAssistant:
     ) -> DeepRun:
         """Reply to a paused run's clarifying questions ("just answer" keeps the question as asked) and, unless
         ``resume=False``, continue the run to its next pause or its end."""
-        run = await self.runtime.answer_deep_run(run_id, user_id=user_id, answer=answer)
-        return await self.runtime.resume_deep_run(run_id, user_id=user_id) if resume else run
+        deep = await self.runtime.deep_research()
+        run = await deep.answer_clarification(run_id, user_id=user_id, answer=answer)
+        return await deep.resume_research(run_id, user_id=user_id) if resume else run
 
     async def decide_plan(
         self,
@@ -291,17 +309,18 @@ class ResearchAssistant:
         """Approve (``decision=None``), edit, reorder, cut or cancel a paused run's plan and, unless
         ``resume=False``, continue the run. ``PlanDecision.edits(run.plan, cut=[...], order=[...], reword={...},
         add=[...])`` builds a decision from edits."""
-        run = await self.runtime.decide_deep_run(run_id, user_id=user_id, decision=decision or PlanDecision())
-        return await self.runtime.resume_deep_run(run_id, user_id=user_id) if resume else run
+        deep = await self.runtime.deep_research()
+        run = await deep.decide_plan(run_id, user_id=user_id, decision=decision or PlanDecision())
+        return await deep.resume_research(run_id, user_id=user_id) if resume else run
 
     async def resume_research(self, run_id: str, *, user_id: str = "default") -> DeepRun:
         """Continue a paused run whose answer or decision was sent with ``resume=False`` (or by another process)."""
-        return await self.runtime.resume_deep_run(run_id, user_id=user_id)
+        return await (await self.runtime.deep_research()).resume_research(run_id, user_id=user_id)
 
-    async def deep_run(self, run_id: str, *, user_id: str = "default") -> DeepRun:
+    async def get_research_run(self, run_id: str, *, user_id: str = "default") -> DeepRun:
         """A deep run as it is now."""
-        return await self.runtime.deep_run(run_id, user_id=user_id)
+        return await (await self.runtime.deep_research()).get_research_run(run_id, user_id=user_id)
 
     async def cancel_research(self, run_id: str, *, user_id: str = "default") -> DeepRun:
         """Cancel a paused deep run."""
-        return await self.runtime.cancel_deep_run(run_id, user_id=user_id)
+        return await (await self.runtime.deep_research()).cancel_research(run_id, user_id=user_id)

@@ -16,9 +16,9 @@ the order that loses nothing: pending memory writes first, then the Zep outbox w
 the Zep client, the LLM's HTTP clients, the memory store, the knowledge base.
 
 Deep research runs (plan, research, follow references, report, quality check) stand on the same runtime:
-``await runtime.deep_research()`` gives their API (``researchcrew.deep.runner``); the ``*_deep_run``
-methods here are its shortcuts. A quick answer may ask clarifying questions instead (``answer_kind ==
-"clarification"``); the next ``ask`` in the same session is then taken as the reply.
+``await runtime.deep_research()`` gives their API (``researchcrew.deep.runner.DeepResearch``). Whether a message
+answers something waiting in its session (a quick answer's clarifying questions, a paused deep run's) is decided by
+``runtime.conversation`` (``researchcrew.pipeline.conversation``), the same for every door.
 """
 
 from __future__ import annotations
@@ -26,32 +26,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from researchcrew.contracts import FinalResponse, ProgressEvent, UserPreferences
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.errors import ConfigurationError, MemoryStoreError
+from researchcrew.errors import ConfigurationError
+from researchcrew.pipeline.conversation import Conversation, RunsOfUser
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
-    from researchcrew.contracts.clarification import ClarificationAnswer
-    from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
-    from researchcrew.pipeline.remember.agent import MemoryAgent
+    from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.pipeline.stages import ResearchStages
     from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
@@ -61,8 +58,6 @@ logger = logging.getLogger(__name__)
 _NOT_BUILT: Any = object()  # a lazily built value that may legitimately be None (no LLM configured)
 # A memory store that could not be opened is tried again at most this often (by the next question after it).
 MEMORY_RETRY_S = 30.0
-CLARIFICATION_REPLY_WINDOW = timedelta(hours=24)  # a clarification older than this is not taken as still open
-_OPEN_CLARIFICATIONS = 10_000  # sessions this process remembers the clarification state of
 
 
 @dataclass(frozen=True)
@@ -100,14 +95,14 @@ class Runtime:
         self._owns_memory_store = memory_store is None
         self._zep: ZepMemory | None = None
         self._outbox_worker: OutboxWorker | None = None
-        self._memory_agent: MemoryAgent | None = None
+        self._memory_writer: MemoryWriter | None = None
         self._stages: ResearchStages | None = None
         self._limits: SharedLimits | None = None
         self._health: SourceHealth | None = None
         self._tools: list[Tool] | None = None
         self._deep: DeepResearch | None = None
-        # (user, session) → the question answered with clarifying questions, or None once it was answered here.
-        self._clarifications: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        # What each message of a session is (a reply to a waiting question, or new), for every door.
+        self.conversation = Conversation(history=lambda: self._memory_store, research_runs=self._research_runs)
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         # Why the memory store could not be opened (None: it is open, or not needed); answers come back without
@@ -278,14 +273,14 @@ class Runtime:
         self._tools = list(tools)
         llm = self.llm()
         if self.remember and store is not None:
-            from researchcrew.pipeline.remember.agent import MemoryAgent
+            from researchcrew.pipeline.remember.writer import MemoryWriter
 
-            self._memory_agent = MemoryAgent(store, llm=llm, zep_outbox=await self.outbox_worker())
+            self._memory_writer = MemoryWriter(store, llm=llm, zep_outbox=await self.outbox_worker())
         return assemble_stages(
             self.settings,
             tools=tools,
             llm=llm,
-            memory_agent=self._memory_agent,
+            memory_writer=self._memory_writer,
             embedder=embedder,
             memory_unavailable=self._memory_failure if self.remember else None,
             memory_store=store,
@@ -307,8 +302,9 @@ class Runtime:
 
         The answer may be clarifying questions instead (``answer_kind == "clarification"``: nothing found, or far
         more than one answer can carry); the next question of the same session is then taken as the reply ("just
-        answer" answers the original question as asked), and its answer asks nothing more. ``clarify=False``
-        always answers."""
+        answer" answers the original question as asked), and its answer asks nothing more — ``self.conversation``
+        (``researchcrew.pipeline.conversation``) decides that, as it does for every door. ``clarify=False`` always
+        answers."""
         import dataclasses
 
         from researchcrew.pipeline.flow import run_question
@@ -316,50 +312,14 @@ class Runtime:
         stages = await self.stages()
         if not remember:
             stages = dataclasses.replace(stages, remember=_remember_nothing)
-        request, allow = await self._as_reply(request, clarify)
+        turn = await self.conversation.quick_turn(request, clarify=clarify)
+        request = turn.request
         preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
         response = await run_question(
-            stages, request, preferences=preferences, on_event=on_event, allow_clarification=allow
+            stages, request, preferences=preferences, on_event=on_event, allow_clarification=turn.allow_clarification
         )
-        key = (request.user_id, request.session_id)
-        self._clarifications[key] = request.question if response.answer_kind == "clarification" else None
-        self._clarifications.move_to_end(key)
-        while len(self._clarifications) > _OPEN_CLARIFICATIONS:
-            self._clarifications.popitem(last=False)
+        self.conversation.answered(request, response)
         return response
-
-    async def _as_reply(self, request: ResearchRequest, clarify: bool) -> tuple[ResearchRequest, bool]:
-        """``request`` as the reply to an open clarification of its session, if there is one: the original question
-        narrowed by it (or as asked, for "just answer"), and no further clarification. Otherwise unchanged."""
-        from researchcrew.contracts.clarification import is_just_answer
-        from researchcrew.pipeline.clarify import looks_like_new_question, merge_reply
-
-        asked = await self._open_clarification(request.user_id, request.session_id)
-        if asked is None or looks_like_new_question(request.question, asked):
-            return request, clarify
-        # The same question asked again insists on an answer: it narrows nothing, like "just answer".
-        insists = " ".join(request.question.casefold().split()) == " ".join(asked.casefold().split())
-        question = asked if insists or is_just_answer(request.question) else merge_reply(asked, request.question)
-        return request.model_copy(update={"question": question}), False
-
-    async def _open_clarification(self, user_id: str, session_id: str) -> str | None:
-        """The question this session's last answer asked clarifying questions about, if that is still open: known
-        in this process, else read from the conversation history (another process may have asked)."""
-        key = (user_id, session_id)
-        if key in self._clarifications:
-            return self._clarifications[key]
-        if self._memory_store is None:
-            return None
-        try:
-            last = await self._memory_store.history(user_id=user_id, session_id=session_id, limit=1)
-        except MemoryStoreError as error:
-            logger.warning("could not read the conversation to find an open clarification: %s", error)
-            return None
-        if not last or last[-1].answer_kind != "clarification":
-            return None
-        if datetime.now(UTC) - last[-1].answered_at > CLARIFICATION_REPLY_WINDOW:
-            return None
-        return last[-1].question
 
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels
@@ -392,9 +352,9 @@ class Runtime:
     async def flush_memory(self, timeout_s: float | None = 10.0) -> bool:
         """Wait until the memory work of the answers given so far has finished. False if ``timeout_s`` passed
         first; True at once when nothing is remembered."""
-        if self._memory_agent is None:
+        if self._memory_writer is None:
             return True
-        return await self._memory_agent.wait_idle(timeout_s)
+        return await self._memory_writer.wait_idle(timeout_s)
 
     # Deep research -------------------------------------------------------------------------------------------------
     async def deep_research(self) -> DeepResearch:
@@ -418,9 +378,13 @@ class Runtime:
                     runs=runs,
                     open_resources=self._deep_resources,
                     preferences=preferences,
-                    remember=stages.remember if self._memory_agent is not None else None,
+                    remember=stages.remember if self._memory_writer is not None else None,
                 )
             return self._deep
+
+    async def _research_runs(self) -> RunsOfUser:
+        """The deep-run store, for the conversation to find a run waiting in a session."""
+        return (await self.deep_research()).runs
 
     @asynccontextmanager
     async def _deep_resources(self) -> AsyncIterator[DeepResources]:
@@ -436,56 +400,12 @@ class Runtime:
         llm = build_llm(self.settings.llm) if owned else self.llm()
         try:
             stages = assemble_stages(
-                self.settings, tools=tools, llm=llm, memory_agent=None, health=self.source_health()
+                self.settings, tools=tools, llm=llm, memory_writer=None, health=self.source_health()
             )
             yield DeepResources(stages=stages, tools=tools, llm=llm)
         finally:
             if owned and llm is not None:
                 await _release_llm(llm)
-
-    async def start_deep_run(
-        self,
-        request: ResearchRequest,
-        options: DeepOptions | None = None,
-        *,
-        on_event: Callable[[DeepProgressEvent], None] | None = None,
-    ) -> DeepRun:
-        """Start a deep research run; it returns at its first pause (or its end with ``auto_approve``)."""
-        return await (await self.deep_research()).start(request, options, on_event=on_event)
-
-    async def deep_run(self, run_id: str, *, user_id: str) -> DeepRun:
-        """A deep run as it is now."""
-        return await (await self.deep_research()).get(run_id, user_id=user_id)
-
-    async def answer_deep_run(self, run_id: str, *, user_id: str, answer: ClarificationAnswer | str) -> DeepRun:
-        """Store the reply to a paused run's clarifying questions (then ``resume_deep_run``)."""
-        return await (await self.deep_research()).answer_clarification(run_id, user_id=user_id, answer=answer)
-
-    async def decide_deep_run(self, run_id: str, *, user_id: str, decision: PlanDecision) -> DeepRun:
-        """Store the decision on a paused run's plan (then ``resume_deep_run``)."""
-        return await (await self.deep_research()).decide_plan(run_id, user_id=user_id, decision=decision)
-
-    async def resume_deep_run(
-        self, run_id: str, *, user_id: str, on_event: Callable[[DeepProgressEvent], None] | None = None
-    ) -> DeepRun:
-        """Continue a paused run whose answer or decision arrived, to its next pause or its end."""
-        return await (await self.deep_research()).resume(run_id, user_id=user_id, on_event=on_event)
-
-    async def stream_deep_run(
-        self, request: ResearchRequest, options: DeepOptions | None = None
-    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
-        """Start a deep run as a stream: progress events, then the run."""
-        async for item in (await self.deep_research()).stream(request, options):
-            yield item
-
-    async def stream_resumed_deep_run(self, run_id: str, *, user_id: str) -> AsyncIterator[DeepProgressEvent | DeepRun]:
-        """Resume a deep run as a stream: progress events, then the run."""
-        async for item in (await self.deep_research()).stream_resume(run_id, user_id=user_id):
-            yield item
-
-    async def cancel_deep_run(self, run_id: str, *, user_id: str) -> DeepRun:
-        """Cancel a paused deep run."""
-        return await (await self.deep_research()).cancel(run_id, user_id=user_id)
 
     # A user's memory ------------------------------------------------------------------------------------------
     async def export_user(self, user_id: str) -> dict[str, Any]:
@@ -515,12 +435,13 @@ class Runtime:
         return ForgetReport(deleted, await _zep_deletion_outcome(store, worker, user_id, deliver_within_s))
 
     # Lifecycle ------------------------------------------------------------------------------------------------
-    async def aclose(self) -> None:
-        """Release everything, in the order that loses nothing. Idempotent."""
+    async def aclose(self, *, memory_flush_s: float = 10.0) -> None:
+        """Release everything, in the order that loses nothing. Idempotent. Memory writes still running get up to
+        ``memory_flush_s`` to finish (the service gives them its shutdown grace); what is left then is cancelled."""
         self._closed = True
-        if self._memory_agent is not None:
-            await self._memory_agent.aclose()
-            self._memory_agent = None
+        if self._memory_writer is not None:
+            await self._memory_writer.aclose(timeout_s=memory_flush_s)
+            self._memory_writer = None
         if self._outbox_worker is not None:  # after the agent: its last writes are queued, delivered later
             await self._outbox_worker.stop()
             self._outbox_worker = None

@@ -654,7 +654,8 @@ class FollowUpSettings(_Group):
 
 
 class ClarificationSettings(_Group):
-    """When a quick answer asks clarifying questions instead (seed 004): no evidence at all, or far more matches than
+    """When an answer asks clarifying questions instead (seed 004): a quick answer when the question is too vague or
+    too broad to answer well (``pipeline.vagueness``); the deep run when nothing was found or far more matches than
     one answer can carry. A reply in the same session is taken as the answer; "just answer" answers as asked."""
 
     enabled: bool = Field(default=True, description="Ask clarifying questions instead of answering when warranted.")

@@ -67,10 +67,11 @@ def memory_database(settings: Settings) -> Dependency:
 
     async def probe() -> None:
         from researchcrew.errors import MemoryStoreError
-        from researchcrew.memory.store import MemoryStore
+        from researchcrew.runtime import open_runtime
 
+        runtime = open_runtime(settings)  # opens nothing until asked; the runtime is the one place stores open
         try:
-            store = await MemoryStore.from_settings(settings)
+            await runtime.memory_store()
         except MemoryStoreError as error:
             if isinstance(error.__cause__, TimeoutError):
                 timeout_s = settings.memory.connect_timeout_s
@@ -78,7 +79,8 @@ def memory_database(settings: Settings) -> Dependency:
                     f"no answer within {timeout_s:g} s (RESEARCHCREW_MEMORY__CONNECT_TIMEOUT_S)"
                 ) from error
             raise Unreachable(describe(error)) from error
-        await store.close()
+        finally:
+            await runtime.aclose()
 
     return Dependency(
         "the memory database",

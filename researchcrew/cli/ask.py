@@ -143,8 +143,10 @@ def new_session_id() -> str:
 def _source_line(citation: Citation) -> str:
     """``[n] Title — where, date, location (source type)``.
 
-    "Where" is what a reader can follow: the URL, else the source's id (a file path, a document id). A recalled
-    exchange's id means nothing to a person, so a memory citation names the conversation instead.
+    "Where" is what a reader can follow (``Citation.label``): a knowledge-base file by its name, a web page or paper
+    by its URL, else the source's id — never the content hash the index keys documents by. The location names every
+    cited passage of the source ("§ Methods, passages 2 and 4 of 5"). A recalled exchange's id means nothing to a
+    person, so a memory citation names the conversation instead.
     """
     from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE
 
@@ -153,7 +155,7 @@ def _source_line(citation: Citation) -> str:
     if citation.source_type == MEMORY_SOURCE_TYPE and not citation.url:
         where, location = citation.location or "your conversation memory", ""
     else:
-        where = citation.url or citation.source_id or citation.chunk_id
+        where = citation.label or citation.url or citation.source_id or citation.chunk_id
         location = f", {citation.location}" if citation.location else ""
     return f"[{citation.number}] {title} — {where}{date}{location} ({citation.source_type})"
 

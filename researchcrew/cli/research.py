@@ -164,24 +164,25 @@ async def _interact(runtime: Runtime, run: DeepRun, *, user_id: str, as_json: bo
     from researchcrew.errors import PlanDecisionError
 
     on_event = None if as_json else _progress
+    deep = await runtime.deep_research()
     while run.status == "awaiting_human_feedback":
         if run.awaiting == "clarification" and run.clarification is not None:
             click.echo(run.clarification.message + "\n", err=True)
             answer = await asyncio.to_thread(
                 click.prompt, "Your reply (Enter: just answer)", default="", show_default=False, err=True
             )
-            await runtime.answer_deep_run(run.run_id, user_id=user_id, answer=answer or "just answer")
+            await deep.answer_clarification(run.run_id, user_id=user_id, answer=answer or "just answer")
         elif run.plan is not None:
             click.echo(render_run(run).split("\n\nContinue with:", 1)[0] + "\n", err=True)
             while True:
                 text = await asyncio.to_thread(click.prompt, _PLAN_HELP, default="", show_default=False, err=True)
                 try:
                     decision = parse_plan_commands(text, run.plan)
-                    await runtime.decide_deep_run(run.run_id, user_id=user_id, decision=decision)
+                    await deep.decide_plan(run.run_id, user_id=user_id, decision=decision)
                     break
                 except (_Decision, PlanDecisionError) as error:
                     click.echo(f"Error: {error}", err=True)
-        run = await runtime.resume_deep_run(run.run_id, user_id=user_id, on_event=on_event)
+        run = await deep.resume_research(run.run_id, user_id=user_id, on_event=on_event)
     return run
 
 
@@ -266,16 +267,17 @@ def research(
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
             raise click.ClickException(f"invalid request: {problems}") from error
-        run = await runtime.start_deep_run(request, options, on_event=on_event)
+        run = await (await runtime.deep_research()).research(request, options, on_event=on_event)
         return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
 
     async def steer(runtime: Runtime) -> DeepRun:
         assert run_id is not None  # noqa: S101 - checked above
-        run = await runtime.deep_run(run_id, user_id=user_id)
+        deep = await runtime.deep_research()
+        run = await deep.get_research_run(run_id, user_id=user_id)
         if cancel:
-            return await runtime.cancel_deep_run(run_id, user_id=user_id)
+            return await deep.cancel_research(run_id, user_id=user_id)
         if answer is not None:
-            await runtime.answer_deep_run(run_id, user_id=user_id, answer=answer)
+            await deep.answer_clarification(run_id, user_id=user_id, answer=answer)
         elif approve_plan or cut or order or edit or add:
             if run.plan is None or run.awaiting != "plan_approval":
                 raise click.ClickException(f"run {run_id} is not waiting for a plan decision ({run.status})")
@@ -284,10 +286,10 @@ def research(
                 if approve_plan and not (cut or order or edit or add)
                 else _edits(cut, order, edit, add, run.plan)
             )
-            await runtime.decide_deep_run(run_id, user_id=user_id, decision=decision)
+            await deep.decide_plan(run_id, user_id=user_id, decision=decision)
         else:
             return run
-        run = await runtime.resume_deep_run(run_id, user_id=user_id, on_event=on_event)
+        run = await deep.resume_research(run_id, user_id=user_id, on_event=on_event)
         return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
 
     run = with_runtime(steer if run_id is not None else start)

@@ -1,5 +1,6 @@
-"""Clarifying questions (seed 002 phase 1, seed 004): asked instead of an answer when the evidence is empty or far
-more than one answer can carry, and the user's reply to them.
+"""Clarifying questions (seed 002 phase 1, seed 004): asked instead of an answer when the question is too vague or
+too broad to answer well (quick answers), or when the evidence is empty or far more than one answer can carry (the
+deep run), and the user's reply to them.
 
 A ``ClarificationRequest`` says what was searched, what was found (counts per source) and 1–3 concrete ways to
 narrow the question (time range, sub-topic, source kind, other terms). The quick mode returns it inside a
@@ -14,9 +15,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from researchcrew.contracts._base import Contract
+from researchcrew.contracts._base import Contract, RequestContract
 
-ClarificationReason = Literal["no_evidence", "too_many_matches"]
+ClarificationReason = Literal["no_evidence", "too_many_matches", "too_vague", "too_broad"]
 ClarificationFacet = Literal["terms", "sub_topic", "time_range", "source_kind"]
 
 # A reply that declines to narrow the question: "just answer", "answer anyway", "go ahead", "skip", "no preference".
@@ -51,7 +52,11 @@ class ClarificationRequest(Contract):
     """Why the assistant asks instead of answering, what it searched and found, and what it asks."""
 
     reason: ClarificationReason = Field(
-        description="no_evidence: nothing was found; too_many_matches: far more matches than one answer can carry."
+        description="too_vague: the question does not say clearly enough what it asks (a bare topic, a referent "
+        "without context, nothing asked about); too_broad: it asks for everything about a broad subject (the quick "
+        "answer asks only for these two: a miss on a clear question is searched again, reworded and widened, "
+        "instead); no_evidence: nothing was found; too_many_matches: far more matches than one answer can carry "
+        "(the deep run's clarify phase)."
     )
     question: str = Field(max_length=4_000, description="The user's question the clarification is about.")
     searched: list[str] = Field(default_factory=list, description="The query texts sent to the sources, in order.")
@@ -72,7 +77,7 @@ class ClarificationRequest(Contract):
     )
 
 
-class ClarificationAnswer(Contract):
+class ClarificationAnswer(RequestContract):
     """The user's reply to a clarification: narrowing words, or "just answer"."""
 
     answer: str = Field(default="", max_length=2_000, description="The reply, e.g. 'flaky tests, since 2019'.")

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from researchcrew.contracts._base import Contract, NonNegativeMs, UnitFloat
+from researchcrew.contracts._base import Contract, NonNegativeMs, RequestContract, UnitFloat
 from researchcrew.contracts.clarification import ClarificationRequest
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.synthesizer import AnswerKind, FinalResponse
@@ -23,7 +23,7 @@ MAX_PLAN_ITEMS = 20  # the most sub-questions any plan may hold (settings and op
 MAX_SUBQUESTION_CHARS = 500
 
 
-class DeepOptions(Contract):
+class DeepOptions(RequestContract):
     """How one deep run is carried out. Unset fields take the ``deep`` settings."""
 
     max_subquestions: int | None = Field(
@@ -81,7 +81,7 @@ class ResearchPlan(Contract):
         return self
 
 
-class PlanChoice(Contract):
+class PlanChoice(RequestContract):
     """One entry of the plan as the user wants it: keep (and maybe reword) a proposed item, or add a new one."""
 
     id: int | None = Field(
@@ -94,7 +94,7 @@ class PlanChoice(Contract):
     )
 
 
-class PlanDecision(Contract):
+class PlanDecision(RequestContract):
     """The user's decision on a proposed plan.
 
     ``approve`` without ``items`` accepts the plan as proposed. With ``items`` the plan becomes exactly that list,

@@ -12,13 +12,13 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from researchcrew.contracts._base import Contract, Identifier, SourceType
+from researchcrew.contracts._base import Identifier, RequestContract, SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS, MAX_RECORDED_CHARS, ResponseFormat, UserPreferences
 
 MAX_DEADLINE_S = 600.0
 
 
-class ResponseOptions(Contract):
+class ResponseOptions(RequestContract):
     """How this one answer should be written. A field left unset keeps the user's learned preference."""
 
     response_format: ResponseFormat | None = Field(
@@ -40,7 +40,7 @@ class ResponseOptions(Contract):
         return UserPreferences.model_validate({**preferences.model_dump(), **self.given()})
 
 
-class ResearchRequest(Contract):
+class ResearchRequest(RequestContract):
     """One research question and everything the caller chose about how it is researched and answered."""
 
     question: str = Field(

@@ -47,6 +47,12 @@ class RetrieverInput(Contract):
         description='Extra options per source type, e.g. {"web": {"domains": ["arxiv.org"]}, '
         '"arxiv": {"sort_by": "date"}, "rag": {"filters": {...}}}.',
     )
+    relaxed: bool = Field(
+        default=False,
+        description="A widened search after a miss (seed 004, relax before asking the user): twice the results per "
+        "source, and half the relevance floor for sources that take one (the knowledge base's `min_relevance`) "
+        "unless tool_options set it.",
+    )
 
     @field_validator("query_text")
     @classmethod

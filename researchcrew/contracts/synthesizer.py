@@ -44,8 +44,23 @@ class SynthesizerInput(Contract):
         return self
 
 
+class CitedPassage(Contract):
+    """One passage of a cited source: the answer may cite several passages of one document under one number."""
+
+    chunk_id: str = Field(description="The evidence chunk cited.")
+    location: str | None = Field(
+        default=None, max_length=600, description='Where the passage sits in its source ("§ Methods, passage 2 of 5").'
+    )
+    snippet: str = Field(default="", max_length=1_000, description="The start of the passage.")
+
+
 class Citation(Contract):
-    """A numbered source the answer cites; `number` is what appears as [n] in the text."""
+    """A numbered source the answer cites; `number` is what appears as [n] in the text.
+
+    One source is one citation (issue 20): passages of the same document share its number and are listed in
+    ``passages``; ``chunk_id``, ``snippet`` and ``location`` describe them for readers that know one passage only
+    (``chunk_id`` and ``snippet`` are the first passage's, ``location`` names them all).
+    """
 
     number: int = Field(ge=1, description="The citation marker used in the text.")
     chunk_id: str = Field(description="The evidence chunk cited.")
@@ -59,10 +74,32 @@ class Citation(Contract):
     location: str | None = Field(
         default=None,
         max_length=600,
-        description="Where the passage sits in its source, where known: section heading and passage n of m "
-        '(e.g. "§ Methods, passage 2 of 5"), so two passages of one document are told apart; for a recalled '
-        'exchange, which conversation it comes from (e.g. "earlier in this conversation").',
+        description="Where the cited passages sit in their source, where known: page, section heading and passage "
+        'n of m (e.g. "§ Methods, passage 2 of 5"; for several passages of one document "§ Methods, passages 2 and '
+        '4 of 5"); for a recalled exchange, which conversation it comes from (e.g. "earlier in this conversation").',
     )
+    passages: list[CitedPassage] = Field(
+        default_factory=list,
+        description="Every passage of this source the answer cites, in document order (the first is `chunk_id`). "
+        "Answers stored before issue 20 have none; read them as the one passage `chunk_id`.",
+    )
+    file_name: str | None = Field(
+        default=None,
+        max_length=1_000,
+        description="For a document of the knowledge base that came from a file: the file's name (e.g. "
+        "`mutation.md`), what the user knows it by.",
+    )
+    label: str | None = Field(
+        default=None,
+        max_length=4_000,
+        description="What a reader follows to the source: a knowledge-base file by its name (with its record for "
+        "a JSONL record without a URL), a web page or paper by its URL, else the source's own id.",
+    )
+
+    @property
+    def chunk_ids(self) -> list[str]:
+        """Every cited chunk of this source: the passages', or ``chunk_id`` alone for an older answer."""
+        return [passage.chunk_id for passage in self.passages] or [self.chunk_id]
 
 
 class Claim(Contract):

@@ -99,7 +99,7 @@ def _answer_sections(
     response = result.response
     if response is None or result.status != "answered":
         return []
-    chunk_of = {citation.number: citation.chunk_id for citation in response.citations}
+    chunks_of = {citation.number: citation.chunk_ids for citation in response.citations}
     sections = [section for section in response.sections if section.claims]
     drafted: list[DraftSection] = []
     for order, section in enumerate(sections):
@@ -108,7 +108,10 @@ def _answer_sections(
         else:
             heading = f"{position}.{order + 1} {section.heading}" if section.heading else ""
         claims = [
-            DraftClaim(text=claim.text, citations=[index.number(chunk_of.get(n, "")) for n in claim.citations])
+            DraftClaim(
+                text=claim.text,
+                citations=[index.number(chunk_id) for n in claim.citations for chunk_id in chunks_of.get(n, [""])],
+            )
             for claim in section.claims
         ]
         drafted.append(DraftSection(heading=heading, perspective=section.perspective, claims=claims))

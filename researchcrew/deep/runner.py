@@ -1,20 +1,22 @@
 """``DeepResearch``: the plain async API of deep research runs, for every door (SDK, CLI, the chat service).
 
     deep = await runtime.deep_research()
-    run = await deep.start(ResearchRequest(question="What is known about testing ML systems?", user_id="ada"))
+    run = await deep.research(ResearchRequest(question="What is known about testing ML systems?", user_id="ada"))
     # run.status == "awaiting_human_feedback", run.awaiting == "clarification" or "plan_approval"
     run = await deep.answer_clarification(run.run_id, user_id="ada", answer="metamorphic testing, since 2019")
-    run = await deep.resume(run.run_id, user_id="ada")                       # → paused at the plan
+    run = await deep.resume_research(run.run_id, user_id="ada")              # → paused at the plan
     run = await deep.decide_plan(run.run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[3]))
-    run = await deep.resume(run.run_id, user_id="ada")                       # → completed: run.report
+    run = await deep.resume_research(run.run_id, user_id="ada")              # → completed: run.report
 
-Submitting an answer or decision validates it against the paused run and stores it; ``resume`` then claims the
-run (one process wins) and continues it to its next pause or its end. Both may happen in different processes, and
-after a restart: the pause lives in the memory database. ``start(..., options=DeepOptions(auto_approve=True))``
-runs to the end without pausing (batch jobs, ``--yes``). ``stream``/``stream_resume`` yield the progress events
-and then the run. Mistakes are named errors (``errors.DeepRunNotFoundError``, ``DeepRunForbiddenError``,
-``DeepRunStateError``, ``DeepRunExpiredError``, ``PlanDecisionError``), each with one line saying what to do; the
-HTTP layer maps them to 404 (another user's run too, like an unknown id), 409, 410 and 422.
+Submitting an answer or decision validates it against the paused run and stores it; ``resume_research`` then claims
+the run (one process wins) and continues it to its next pause or its end. Both may happen in different processes,
+and after a restart: the pause lives in the memory database. ``research(..., options=DeepOptions(auto_approve=True))``
+runs to the end without pausing (batch jobs, ``--yes``). ``research_stream``/``resume_research_stream`` yield the
+progress events and then the run. The method names are the operations' names at every door (SDK, CLI, HTTP
+handlers): research, get_research_run, answer_clarification, decide_plan, resume_research, cancel_research.
+Mistakes are named errors (``errors.DeepRunNotFoundError``, ``DeepRunForbiddenError``, ``DeepRunStateError``,
+``DeepRunExpiredError``, ``PlanDecisionError``), each with one line saying what to do; the HTTP layer maps them to
+404 (another user's run too, like an unknown id), 409, 410 and 422.
 """
 
 from __future__ import annotations
@@ -55,7 +57,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 LEASE_MARGIN_S = 300.0  # a working process owns a run for its deadline plus this, then another may take over
-_RECENT_RUNS = 20  # a session's open clarification is looked for among the user's latest runs
 _FEEDBACK_NAMES = {"clarification": "an answer to its clarifying questions", "plan_approval": "a decision on its plan"}
 
 
@@ -100,7 +101,7 @@ class DeepResearch:
         self._remember = remember
 
     # ---- starting ----------------------------------------------------------------------------------------------------
-    async def start(
+    async def research(
         self, request: ResearchRequest, options: DeepOptions | None = None, *, on_event: OnEvent | None = None
     ) -> DeepRun:
         """Start a run and carry it to its first pause (or, with ``auto_approve``, to its end)."""
@@ -128,65 +129,51 @@ class DeepResearch:
             inputs = state.model_dump(exclude={"id"})
             return await self._drive(run_id, flow, persistence, request, lambda: flow.kickoff_async(inputs=inputs))
 
-    async def stream(
+    async def research_stream(
         self, request: ResearchRequest, options: DeepOptions | None = None
     ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
-        """``start`` as a stream: progress events, then the run (always last)."""
-        async for item in _streamed(lambda on_event: self.start(request, options, on_event=on_event)):
+        """``research`` as a stream: progress events, then the run (always last)."""
+        async for item in _streamed(lambda on_event: self.research(request, options, on_event=on_event)):
             yield item
 
     # ---- looking ----------------------------------------------------------------------------------------------------
-    async def get(self, run_id: str, *, user_id: str) -> DeepRun:
+    async def get_research_run(self, run_id: str, *, user_id: str) -> DeepRun:
         """The run as it is now."""
         return view(await self._owned(run_id, user_id))
-
-    async def awaiting_clarification(self, *, user_id: str, session_id: str) -> DeepRun | None:
-        """The session's run that waits for an answer to its clarifying questions (none received yet), if any: the
-        user's next message in that session is the answer (the chat service routes it here)."""
-        for record in await self.runs.of_user(user_id, limit=_RECENT_RUNS):
-            if (
-                record.session_id == session_id
-                and record.status == AWAITING
-                and record.awaiting == "clarification"
-                and record.feedback is None
-                and not _expired(record)
-            ):
-                return view(record)
-        return None
 
     # ---- feedback ---------------------------------------------------------------------------------------------------
     async def answer_clarification(self, run_id: str, *, user_id: str, answer: ClarificationAnswer | str) -> DeepRun:
         """Store the reply to the run's clarifying questions ("just answer" answers the question as asked). The
-        run continues with ``resume``."""
+        run continues with ``resume_research``."""
         reply = ClarificationAnswer(answer=answer) if isinstance(answer, str) else answer
         await self._paused(run_id, user_id, "clarification")
         await self._submit(run_id, user_id, "clarification", reply.model_dump_json())
-        return await self.get(run_id, user_id=user_id)
+        return await self.get_research_run(run_id, user_id=user_id)
 
     async def decide_plan(self, run_id: str, *, user_id: str, decision: PlanDecision) -> DeepRun:
         """Store the decision on the run's plan after checking it against the plan (``PlanDecisionError`` says what
-        is wrong). The run continues with ``resume``."""
+        is wrong). The run continues with ``resume_research``."""
         record = await self._paused(run_id, user_id, "plan_approval")
         apply_decision(_plan_of(record), decision)  # raises PlanDecisionError
         await self._submit(run_id, user_id, "plan_approval", decision.model_dump_json())
-        return await self.get(run_id, user_id=user_id)
+        return await self.get_research_run(run_id, user_id=user_id)
 
-    async def cancel(self, run_id: str, *, user_id: str) -> DeepRun:
+    async def cancel_research(self, run_id: str, *, user_id: str) -> DeepRun:
         """Cancel a paused run."""
         await self._paused(run_id, user_id, None)
         if not await self.runs.cancel(run_id, user_id=user_id):
             raise DeepRunStateError(f"deep run {run_id} is no longer paused; it cannot be cancelled now")
-        return await self.get(run_id, user_id=user_id)
+        return await self.get_research_run(run_id, user_id=user_id)
 
     # ---- resuming ---------------------------------------------------------------------------------------------------
     async def check_resumable(self, run_id: str, *, user_id: str) -> DeepRun:
-        """The run, if ``resume`` would continue it now (its answer or decision stored, not working, not expired);
-        else the error saying why not."""
+        """The run, if ``resume_research`` would continue it now (its answer or decision stored, not working, not
+        expired); else the error saying why not."""
         record = await self._owned(run_id, user_id)
         self._check_resumable(record)
         return view(record)
 
-    async def resume(self, run_id: str, *, user_id: str, on_event: OnEvent | None = None) -> DeepRun:
+    async def resume_research(self, run_id: str, *, user_id: str, on_event: OnEvent | None = None) -> DeepRun:
         """Continue a paused run whose answer or decision has arrived, to its next pause or its end."""
         record = await self._owned(run_id, user_id)
         self._check_resumable(record)
@@ -209,9 +196,9 @@ class DeepResearch:
             feedback = record.feedback
             return await self._drive(run_id, flow, persistence, request, lambda: flow.resume_async(feedback))
 
-    async def stream_resume(self, run_id: str, *, user_id: str) -> AsyncIterator[DeepProgressEvent | DeepRun]:
-        """``resume`` as a stream: progress events, then the run (always last)."""
-        async for item in _streamed(lambda on_event: self.resume(run_id, user_id=user_id, on_event=on_event)):
+    async def resume_research_stream(self, run_id: str, *, user_id: str) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """``resume_research`` as a stream: progress events, then the run (always last)."""
+        async for item in _streamed(lambda on_event: self.resume_research(run_id, user_id=user_id, on_event=on_event)):
             yield item
 
     # ---- internals --------------------------------------------------------------------------------------------------
@@ -250,7 +237,7 @@ class DeepResearch:
         except Exception as error:  # the outermost guard of a run: a bug ends the run as failed, reported as data
             logger.exception("deep run %s failed", run_id)
             await self.runs.finish(run_id, status="failed", error=f"{type(error).__name__}: {error}"[:2_000])
-            return await self.get(run_id, user_id=request.user_id)
+            return await self.get_research_run(run_id, user_id=request.user_id)
         finally:
             set_suppress_console_output(previous)
         if isinstance(result, HumanFeedbackPending):
@@ -273,7 +260,7 @@ class DeepResearch:
             self._remember_report(request, report)
         else:
             await self.runs.finish(run_id, status="failed", error="the run ended without a report")
-        return await self.get(run_id, user_id=request.user_id)
+        return await self.get_research_run(run_id, user_id=request.user_id)
 
     async def _abandon(self, run_id: str) -> None:
         """The caller stopped a working run: a resumed one goes back to its pause (its answer or decision must be

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import AnyHttpUrl, Field, field_validator, model_validator
 
-from researchcrew.contracts._base import Contract, Identifier, SourceType
+from researchcrew.contracts._base import Contract, Identifier, RequestContract, SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS, ResponseFormat
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
@@ -34,7 +34,7 @@ FINISHED_ITEM_STATUSES: frozenset[str] = frozenset({"answered", "uncertain", "fa
 MAX_NAME_CHARS = 200
 
 
-class QuestionOptions(Contract):
+class QuestionOptions(RequestContract):
     """How questions are researched: the SDK's per-question ``ask()`` options. On a job they are the defaults;
     a JSONL line may override them for its own question. A field left unset keeps the user's preference."""
 
@@ -67,7 +67,7 @@ class QuestionOptions(Contract):
         return ResearchRequest.from_keywords(question, user_id=user_id, session_id=session_id, **self.given())
 
 
-class Schedule(Contract):
+class Schedule(RequestContract):
     """When a job runs by itself: a five-field cron expression read in a time zone."""
 
     cron: str = Field(
@@ -88,7 +88,7 @@ class Schedule(Contract):
         return check_timezone(value)
 
 
-class JobQuestion(Contract):
+class JobQuestion(RequestContract):
     """One question of a job, with what its source line added."""
 
     question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="The question.")
@@ -109,7 +109,7 @@ class JobQuestion(Contract):
         return value
 
 
-class JobSpec(Contract):
+class JobSpec(RequestContract):
     """What a caller sends to create a job."""
 
     name: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="Unique name among the owner's jobs.")

@@ -237,10 +237,12 @@ def _answer_section(result: QuestionResult) -> list[str]:
 
 
 def _citation_line(citation: Citation) -> str:
-    title = _inline(citation.title or citation.source_id or citation.chunk_id)
+    title = _inline(citation.title or citation.label or citation.source_id or citation.chunk_id)
     link = _link(citation)
     if link.startswith(("http://", "https://")):
         return f"[{title}]({_link_target(link)})"
+    if citation.file_name:
+        return f"{title} — {_inline(citation.file_name)} ({citation.source_type})"
     return f"{title} ({citation.source_type})"
 
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from researchcrew.contracts._base import unstorable_character
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 from researchcrew.errors import JobInputError
 from researchcrew.jobs.contracts import JobQuestion, QuestionOptions
+from researchcrew.text.json_input import JsonInputError, read_json_lines
 
 SUFFIXES = (".txt", ".csv", ".jsonl")
 QUESTION_COLUMN = "question"
@@ -107,6 +108,10 @@ def _from_csv(text: str, name: str) -> LoadedQuestions:
     except (StopIteration, csv.Error) as error:
         raise JobInputError(f"{name}: no CSV header could be read ({error})") from None
     names = [column.strip() for column in header]
+    for column in names:
+        unstorable = unstorable_character(column)
+        if unstorable is not None:
+            raise JobInputError(f"{name}: a CSV column name contains {unstorable}, which cannot be stored")
     lowered = [column.lower() for column in names]
     if QUESTION_COLUMN not in lowered:
         listed = ", ".join(repr(column) for column in names if column) or "none"
@@ -129,7 +134,10 @@ def _from_csv(text: str, name: str) -> LoadedQuestions:
                 problems.append(f"{where}: {len(row)} fields where the header has {len(names)}")
             else:
                 question = _question(row[question_at], where, problems)
-                if question is not None:
+                bad_cells = [problem for cell in row if (problem := unstorable_character(cell))]
+                if question is not None and bad_cells:
+                    problems.append(f"{where}: a cell contains {bad_cells[0]}, which cannot be stored")
+                elif question is not None:
                     values = {column: row[position] for position, column in carried}
                     questions.append(JobQuestion(question=question, carried=values, line=start))
             start = reader.line_num + 1
@@ -143,14 +151,10 @@ def _from_jsonl(text: str) -> LoadedQuestions:
     problems: list[str] = []
     questions: list[JobQuestion] = []
     valid_keys = [QUESTION_COLUMN, *QuestionOptions.model_fields]
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, record in read_json_lines(text):
         where = f"line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            problems.append(f"{where}: not valid JSON ({error.msg} at column {error.colno})")
+        if isinstance(record, JsonInputError):
+            problems.append(str(record))
             continue
         if not isinstance(record, dict):
             problems.append(f'{where}: expected an object like {{"question": "..."}}, got {type(record).__name__}')
@@ -181,6 +185,10 @@ def _question(raw: str, where: str, problems: list[str]) -> str | None:
     text = raw.strip()
     if not text:
         problems.append(f"{where}: the question is empty")
+        return None
+    unstorable = unstorable_character(text)
+    if unstorable is not None:
+        problems.append(f"{where}: the question contains {unstorable}, which cannot be stored")
         return None
     if len(text) > MAX_QUERY_CHARS:
         problems.append(f"{where}: the question is {len(text)} characters long (the limit is {MAX_QUERY_CHARS})")

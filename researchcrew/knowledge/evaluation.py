@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from researchcrew.text.json_input import read_json
+
 logger = logging.getLogger(__name__)
 
 Qrels = dict[str, dict[str, int]]
@@ -133,7 +135,7 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = read_json(line, line=number)
             except ValueError:
                 logger.warning("%s:%d: not JSON, skipped", path, number)
                 continue
@@ -157,7 +159,7 @@ class QuerySplit:
 
     @classmethod
     def load(cls, path: Path) -> QuerySplit:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path.read_text(encoding="utf-8"))
         parts = data.get("parts", data) if isinstance(data, dict) else None
         if not isinstance(parts, dict) or not all(isinstance(v, list) for v in parts.values()):
             raise ValueError(f"{path}: expected {{'parts': {{name: [query ids]}}}}")

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.records import SessionSummary
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
-    from researchcrew.pipeline.remember.agent import MemoryAgent
+    from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
 
@@ -37,41 +37,41 @@ def assemble_stages(
     *,
     tools: Sequence[Tool],
     llm: BaseLLM | None,
-    memory_agent: MemoryAgent | None,
+    memory_writer: MemoryWriter | None,
     embedder: Embedder | None = None,
     memory_unavailable: str | None = None,
     memory_store: MemoryStore | None = None,
     health: SourceHealth | None = None,
 ) -> ResearchStages:
-    """The stages one research run uses. ``memory_agent=None`` remembers nothing; ``memory_unavailable`` says why
+    """The stages one research run uses. ``memory_writer=None`` remembers nothing; ``memory_unavailable`` says why
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
     session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
     recent failure (None: every question tries every source)."""
     from researchcrew.pipeline.clarify import evidence_clarifier
-    from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
-    from researchcrew.pipeline.retrieve import RetrieverAgent
+    from researchcrew.pipeline.evaluate.evaluator import Evaluator
+    from researchcrew.pipeline.retrieve import Retriever
     from researchcrew.pipeline.support import EmbeddingSupport, relevance_support
     from researchcrew.pipeline.synthesize.citations import validate_citations
     from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
-    from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
+    from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
 
     def check(response: FinalResponse, given: Sequence[ContextChunk]) -> FinalResponse:
         return validate_citations(response, given)
 
     def schedule_memory(memory_input: MemoryInput) -> bool:
-        if memory_agent is None:
+        if memory_writer is None:
             return False
-        memory_agent.remember_in_background(memory_input)
+        memory_writer.remember_in_background(memory_input)
         return True
 
     reformulate = llm_reformulation(llm, timeout_s=settings.llm.timeout_s) if llm else deterministic_reformulation
-    follow_up_options = _follow_up(settings, llm=llm, memory_store=memory_store, memory_agent=memory_agent)
+    follow_up_options = _follow_up(settings, llm=llm, memory_store=memory_store, memory_writer=memory_writer)
     return ResearchStages(
-        retriever=RetrieverAgent(tools, settings=settings.retrieval, health=health),
-        evaluator=EvaluatorAgent(settings.evaluation, llm=llm),
-        fallback_evaluator=EvaluatorAgent(settings.evaluation),  # deterministic: no LLM adjudication
-        synthesizer=SynthesizerAgent.from_settings(settings, llm),
+        retriever=Retriever(tools, settings=settings.retrieval, health=health),
+        evaluator=Evaluator(settings.evaluation, llm=llm),
+        fallback_evaluator=Evaluator(settings.evaluation),  # deterministic: no LLM adjudication
+        synthesizer=Synthesizer.from_settings(settings, llm),
         fallback_synthesizer=ExtractiveSynthesizer(),
         validate_citations=check,
         remember=schedule_memory,
@@ -90,7 +90,7 @@ def assemble_stages(
 
 
 def _follow_up(
-    settings: Settings, *, llm: BaseLLM | None, memory_store: MemoryStore | None, memory_agent: MemoryAgent | None
+    settings: Settings, *, llm: BaseLLM | None, memory_store: MemoryStore | None, memory_writer: MemoryWriter | None
 ) -> dict[str, Any]:
     """The follow-up stage's fields of ``ResearchStages``: where the session's summary is read, and who rewrites."""
     if not settings.follow_up.enabled or memory_store is None:
@@ -102,7 +102,7 @@ def _follow_up(
     wait_s = settings.follow_up.wait_for_memory_s
 
     async def load(user_id: str, session_id: str) -> SessionSummary | None:
-        if memory_agent is not None and not await memory_agent.session_settled(user_id, session_id, wait_s):
+        if memory_writer is not None and not await memory_writer.session_settled(user_id, session_id, wait_s):
             logger.info(
                 "the previous exchange of session %s is still being remembered; rewriting without it", session_id
             )

@@ -6,7 +6,8 @@ evidence (``pipeline.support``). Once the answer is written, its confidence is c
     confidence = (support_weight × best cited support + (1 − support_weight) × mean cited quality) × agreement
 
 * support — how well the cited evidence matches the question (0–1, the same measure for every source);
-* quality — the Evaluator's score of the cited evidence (source reputation, recency, relevance);
+* quality — the Evaluator's score of the cited evidence (source reputation, recency, relevance), averaged over
+  independent sources: passages of one document, or near-duplicates, count once;
 * agreement — 1 − min(0.5, 0.25 × Σ confidence of the contradictions that involve a cited passage).
 
 The band follows ``ConfidenceSettings`` (seed 001): high ≥ 0.80, medium ≥ 0.70 (caveated), low ≥ 0.50 (a
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
+from researchcrew.pipeline.sources import independent_sources
 from researchcrew.pipeline.support import Support
 from researchcrew.settings import ConfidenceSettings
 
@@ -76,7 +78,7 @@ def assess_answer(
 ) -> AnswerAssessment:
     """The confidence of a written answer, from the evidence it cites (see the module docstring)."""
     by_id = {scored.chunk.chunk_id: scored for scored in evidence}
-    cited = [by_id[c.chunk_id] for c in response.citations if c.chunk_id in by_id]
+    cited = [by_id[i] for c in response.citations for i in c.chunk_ids if i in by_id]
     cited = list({scored.chunk.chunk_id: scored for scored in cited}.values())
     if not cited:
         level: ConfidenceLevel = "insufficient"
@@ -85,15 +87,17 @@ def assess_answer(
     ids = {scored.chunk.chunk_id for scored in cited}
     scores = [supports[i].score if i in supports else by_id[i].chunk.semantic_relevance for i in ids]
     support = max(scores)
-    credibility = sum(scored.quality_score for scored in cited) / len(cited)
+    sources = independent_sources(cited)  # passages of one document (or near-duplicates) are one source
+    credibility = sum(max(scored.quality_score for scored in source) for source in sources) / len(sources)
     agreed, disputes = agreement(contradictions, ids)
     weight = settings.support_weight
     confidence = round(max(0.0, min(1.0, (weight * support + (1 - weight) * credibility) * agreed)), 4)
     level = band(confidence, settings)
-    sources = ", ".join(dict.fromkeys(scored.chunk.source_type for scored in cited))
+    kinds = ", ".join(dict.fromkeys(scored.chunk.source_type for scored in cited))
+    of_sources = f" of {len(sources)} source(s)" if len(sources) < len(cited) else ""
     reason = (
-        f"{BAND_CODES[level]}: {len(cited)} cited passage(s) from {sources}; the best matches the question with "
-        f"support {support:.2f}; evidence quality {credibility:.2f}"
+        f"{BAND_CODES[level]}: {len(cited)} cited passage(s){of_sources} from {kinds}; the best matches the question "
+        f"with support {support:.2f}; evidence quality {credibility:.2f}"
     )
     if disputes:
         reason += f"; {disputes} disagreement(s) between cited sources lower it (×{agreed:.2f})"

@@ -1,5 +1,9 @@
-"""Clarifying questions instead of an answer (seed 004, seed 002 phase 1): when nothing was found, or when the
-matches far exceed what one answer can carry.
+"""Clarifying questions instead of an answer (seed 004, seed 002 phase 1).
+
+The quick Flow asks when the *question* is unclear — too vague or too broad to answer well (``pipeline.vagueness``)
+— never because retrieval missed: a miss on a clear question is reworded and the search widened first, then
+answered with the uncertainty response (issue 20). The deep run's clarify phase asks when nothing was found, or
+when the matches far exceed what one answer can carry (``clarification_reason``).
 
 The questions come from the evidence itself: the sub-topics its titles share, the years it spans, the sources it
 came from (and those that failed). Without an LLM they are worded by rule; with one, the model words them from
@@ -33,6 +37,7 @@ from researchcrew.contracts.query import MAX_QUERY_CHARS, Query
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
 from researchcrew.llm.fence import block
 from researchcrew.memory.statements import personal_question
+from researchcrew.pipeline.vagueness import Vagueness, vagueness
 from researchcrew.text.terms import QUERY_STOP_WORDS, stem, term_words
 
 if TYPE_CHECKING:
@@ -208,8 +213,52 @@ def _found_line(summary: EvidenceSummary) -> str:
     return ", ".join(parts)
 
 
+_ASPECTS = ["what it is", "how it works", "its limitations", "how it compares with alternatives"]
+
+
+def _unclear_questions(
+    summary: EvidenceSummary, unclear: Vagueness | None, topics: list[str], years: list[str]
+) -> list[ClarifyingQuestion]:
+    """For a question too vague or too broad: what it should be about, which aspect, which period."""
+    subject = unclear.subject if unclear is not None and unclear.subject else "this"
+    questions: list[ClarifyingQuestion] = []
+    if unclear is not None and unclear.rule in ("ambiguous_referent", "no_subject"):
+        questions.append(
+            ClarifyingQuestion(
+                facet="terms",
+                question="What exactly do you mean? Please name the method, paper, tool or topic you are asking about.",
+                options=topics,
+            )
+        )
+    else:
+        questions.append(
+            ClarifyingQuestion(
+                facet="sub_topic",
+                question=f"Which part of “{subject}” do you want to know about?"
+                + (" The sources found cover several sub-topics." if topics else ""),
+                options=topics or _ASPECTS,
+            )
+        )
+        questions.append(
+            ClarifyingQuestion(
+                facet="terms",
+                question="What do you want to know about it — a definition, how it works, a comparison, a number?",
+                options=_ASPECTS if topics else [],
+            )
+        )
+    if len(years) > 1:
+        questions.append(
+            ClarifyingQuestion(
+                facet="time_range",
+                question=f"Which period matters? The sources found span {summary.years[0]}–{summary.years[-1]}.",
+                options=years,
+            )
+        )
+    return questions
+
+
 def rule_questions(
-    summary: EvidenceSummary, reason: ClarificationReason, max_questions: int
+    summary: EvidenceSummary, reason: ClarificationReason, max_questions: int, unclear: Vagueness | None = None
 ) -> list[ClarifyingQuestion]:
     """1–3 questions read from the evidence, most useful first."""
     questions: list[ClarifyingQuestion] = []
@@ -218,7 +267,9 @@ def rule_questions(
     sources = [
         f"{source_label(source)} ({count})" for source, count in sorted(summary.found.items(), key=lambda kv: -kv[1])
     ]
-    if reason == "too_many_matches":
+    if reason in ("too_vague", "too_broad"):
+        questions = _unclear_questions(summary, unclear, topics, years)
+    elif reason == "too_many_matches":
         if topics:
             questions.append(
                 ClarifyingQuestion(
@@ -277,11 +328,22 @@ def rule_questions(
 
 
 def render_message(
-    summary: EvidenceSummary, reason: ClarificationReason, questions: Sequence[ClarifyingQuestion]
+    summary: EvidenceSummary,
+    reason: ClarificationReason,
+    questions: Sequence[ClarifyingQuestion],
+    unclear: Vagueness | None = None,
 ) -> str:
     """The clarification as the user reads it: the situation with counts, the searches, the questions."""
     searched = "; ".join(f"“{text}”" for text in summary.searched)
-    if reason == "too_many_matches":
+    if reason in ("too_vague", "too_broad"):
+        why = f": {unclear.explanation}" if unclear is not None else ""
+        found = f" I found {summary.total_matches} matches ({_found_line(summary)})." if summary.total_matches else ""
+        lines = [
+            f"Your question is {'too broad' if reason == 'too_broad' else 'not clear enough'} to answer well{why}."
+            f"{found} A little more detail will give you a focused answer.",
+            f"Searched: {searched}",
+        ]
+    elif reason == "too_many_matches":
         lines = [
             f"Your question matches about {summary.total_matches} passages and results ({_found_line(summary)}), "
             "far more than one answer can carry. A little more detail will give you a focused answer.",
@@ -301,14 +363,18 @@ def render_message(
 
 
 def rule_clarification(
-    summary: EvidenceSummary, reason: ClarificationReason, *, max_questions: int = 3
+    summary: EvidenceSummary, reason: ClarificationReason, *, max_questions: int = 3, unclear: Vagueness | None = None
 ) -> ClarificationRequest:
-    questions = rule_questions(summary, reason, max_questions)
-    return _request(summary, reason, questions, "rules")
+    questions = rule_questions(summary, reason, max_questions, unclear)
+    return _request(summary, reason, questions, "rules", unclear)
 
 
 def _request(
-    summary: EvidenceSummary, reason: ClarificationReason, questions: list[ClarifyingQuestion], written_by: str
+    summary: EvidenceSummary,
+    reason: ClarificationReason,
+    questions: list[ClarifyingQuestion],
+    written_by: str,
+    unclear: Vagueness | None = None,
 ) -> ClarificationRequest:
     return ClarificationRequest(
         reason=reason,
@@ -318,7 +384,7 @@ def _request(
         total_matches=summary.total_matches,
         failed_sources=list(summary.failed),
         questions=questions,
-        message=render_message(summary, reason, questions),
+        message=render_message(summary, reason, questions, unclear),
         written_by="llm" if written_by == "llm" else "rules",
     )
 
@@ -342,11 +408,12 @@ class _WordedQuestions(BaseModel):
 def _clarification_messages(
     summary: EvidenceSummary, reason: ClarificationReason, max_questions: int
 ) -> list[dict[str, str]]:
-    situation = (
-        "Nothing was found."
-        if reason == "no_evidence"
-        else f"About {summary.total_matches} matches, far more than one answer can carry."
-    )
+    situations = {
+        "no_evidence": "Nothing was found.",
+        "too_vague": "The question is too vague to answer well.",
+        "too_broad": "The question asks for everything about a broad subject.",
+    }
+    situation = situations.get(reason, f"About {summary.total_matches} matches, far more than one answer can carry.")
     facts = [
         f"situation: {situation}",
         "searched: " + "; ".join(summary.searched),
@@ -379,6 +446,7 @@ async def llm_clarification(
     *,
     max_questions: int = 3,
     timeout_s: float = 10.0,
+    unclear: Vagueness | None = None,
 ) -> ClarificationRequest:
     """The model words the questions from the evidence's facts; on any failure, the rules do."""
     from researchcrew.llm.replies import ask_for
@@ -389,7 +457,7 @@ async def llm_clarification(
         )
     except Exception:  # the outermost guard around a third-party model call: fall back to the rules
         logger.warning("the LLM could not word clarifying questions; using the rules", exc_info=True)
-        return rule_clarification(summary, reason, max_questions=max_questions)
+        return rule_clarification(summary, reason, max_questions=max_questions, unclear=unclear)
     questions = [
         ClarifyingQuestion(
             facet=item.facet if item.facet in _FACETS else "sub_topic",
@@ -400,8 +468,8 @@ async def llm_clarification(
         if item.question.strip()
     ]
     if not questions:
-        return rule_clarification(summary, reason, max_questions=max_questions)
-    return _request(summary, reason, questions, "llm")
+        return rule_clarification(summary, reason, max_questions=max_questions, unclear=unclear)
+    return _request(summary, reason, questions, "llm", unclear)
 
 
 @dataclass(frozen=True)
@@ -427,11 +495,15 @@ async def never_clarify(_: ClarificationInput) -> ClarificationRequest | None:
 
 
 def evidence_clarifier(settings: ClarificationSettings, llm: BaseLLM | None = None) -> Clarifier:
-    """The quick Flow's clarifier: asks when nothing was found or the matches overwhelm (see
-    ``clarification_reason``); worded by ``llm`` when given, by rule otherwise."""
+    """The quick Flow's clarifier: asks when the question is too vague or too broad to answer well
+    (``pipeline.vagueness``), never because the search found nothing or too much for a clear question; the
+    questions are read from the evidence found, worded by ``llm`` when given, by rule otherwise."""
 
     async def clarify(clarification_input: ClarificationInput) -> ClarificationRequest | None:
         if not settings.enabled:
+            return None
+        unclear = vagueness(clarification_input.question)
+        if unclear is None:
             return None
         summary = summarize_evidence(
             clarification_input.question,
@@ -439,15 +511,15 @@ def evidence_clarifier(settings: ClarificationSettings, llm: BaseLLM | None = No
             clarification_input.chunks,
             clarification_input.source_reports,
         )
-        reason = clarification_reason(
-            summary, clarification_input.confidence_level, overload_matches=settings.overload_matches
-        )
-        if reason is None:
-            return None
         if llm is None:
-            return rule_clarification(summary, reason, max_questions=settings.max_questions)
+            return rule_clarification(summary, unclear.kind, max_questions=settings.max_questions, unclear=unclear)
         return await llm_clarification(
-            llm, summary, reason, max_questions=settings.max_questions, timeout_s=settings.llm_timeout_s
+            llm,
+            summary,
+            unclear.kind,
+            max_questions=settings.max_questions,
+            timeout_s=settings.llm_timeout_s,
+            unclear=unclear,
         )
 
     return clarify
@@ -460,6 +532,10 @@ def clarification_response(
     seed 001's code for it (too little to answer: clarify)."""
     if request.reason == "no_evidence":
         why = "nothing was found for it in the sources searched"
+    elif request.reason == "too_vague":
+        why = "the question is too vague to answer well"
+    elif request.reason == "too_broad":
+        why = "the question is too broad to answer well"
     else:
         why = f"{request.total_matches} matches, far more than one answer can carry"
     asked = len(request.questions)

@@ -2,8 +2,12 @@
 confidence → (reformulate → retrieve, at most twice) → (clarify?) → synthesize → validate citations → remember →
 respond, as a crewAI Flow with typed state.
 
-Before answering, the ``clarify`` stage may ask clarifying questions instead (seed 004): when nothing was found, or
-when the matches far exceed what one answer can carry. Such a response has ``answer_kind="clarification"``.
+The ``clarify`` stage may ask clarifying questions instead of answering (seed 004) when the *question* is too vague
+or too broad to answer well (``pipeline.vagueness``); it is considered once, on the first evidence, before any
+reformulation. A *miss* on a clear question is never a reason to ask: the search is reworded (seed 000: at most
+twice) and, when nothing on topic was found, widened (seed 004: relax filters and thresholds before bothering the
+user: more results, a lower knowledge-base relevance floor, the request's filters dropped), and only then answered
+with the uncertainty response. A clarification has ``answer_kind="clarification"``.
 
 The Flow only routes. Each stage's work lives in its agent (``ResearchStages``), which keeps the Flow testable with
 fakes and keeps deterministic work out of any LLM. One deadline covers the whole run: every stage gets what is left
@@ -93,6 +97,10 @@ class ResearchState(FlowState):
         default=True, description="Whether this run may ask clarifying questions (not when it answers one)."
     )
     partial: bool = False
+    relaxed: bool = Field(
+        default=False, description="Whether the next searches are widened (after a miss: nothing on topic was found)."
+    )
+    clarify_considered: bool = Field(default=False, description="Whether the clarify stage was consulted already.")
     response: FinalResponse | None = None
     memory_status: MemoryWriteStatus = Field(default="not_remembered", description="What happens to this exchange.")
 
@@ -197,6 +205,9 @@ class ResearchFlow(Flow[ResearchState]):
             self.state.searched.append(text)
         self._emit("retrieve", "started", query_text=text)
         budget = self._stages.retrieval_budget_s(self.remaining_s())
+        tool_options = request.tool_options
+        if self.state.relaxed:  # widened after a miss: the request's own filters are dropped too (seed 004)
+            tool_options = {source: _without_filters(options) for source, options in tool_options.items()}
         output = await self._stages.retriever.run(
             RetrieverInput(
                 query_text=text,
@@ -205,7 +216,8 @@ class ResearchFlow(Flow[ResearchState]):
                 preferred_sources=request.preferred_sources or self.state.preferences.preferred_sources or None,
                 exclude_sources=request.exclude_sources or self.state.preferences.excluded_sources or None,
                 time_limit_s=budget,
-                tool_options=request.tool_options,
+                tool_options=tool_options,
+                relaxed=self.state.relaxed,
             )
         )
         self.state.retrieval = output
@@ -261,8 +273,9 @@ class ResearchFlow(Flow[ResearchState]):
     @router(evaluate)
     async def assess_confidence(self) -> str:
         """The evidence gate: answer when the best evidence supports the *question asked* well enough (support is
-        measured the same way for every source, pipeline/support.py); reformulate when it is weak but on topic;
-        else give the uncertainty answer."""
+        measured the same way for every source, pipeline/support.py); reformulate when it is weak (and widen the
+        search when nothing on topic was found: a miss); else give the uncertainty answer. A question too vague or
+        too broad to answer well gets clarifying questions instead, decided on the first evidence."""
         started = time.monotonic()
         self._emit("confidence", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
@@ -274,13 +287,14 @@ class ResearchFlow(Flow[ResearchState]):
         self.state.confidence_level, self.state.confidence = band(best, settings), best
         attempts = len(self.state.searched) - 1
         out_of_time = self.remaining_s() <= self._stages.synthesis_reserve_s
+        miss = best < settings.reformulate_min_support
         if best >= settings.answer_min_support:
             decision = "sufficient"
-        elif best >= settings.reformulate_min_support and attempts < MAX_REFORMULATIONS and not out_of_time:
+        elif attempts < MAX_REFORMULATIONS and not out_of_time:
             decision = "low_confidence"
         else:
             decision = "uncertain"
-            if out_of_time and best >= settings.reformulate_min_support and attempts < MAX_REFORMULATIONS:
+            if out_of_time and attempts < MAX_REFORMULATIONS:
                 self.state.partial = True
                 self.state.caveats.append("The time limit was reached before a better search could be tried.")
         self._emit(
@@ -292,6 +306,14 @@ class ResearchFlow(Flow[ResearchState]):
             attempts=attempts,
             decision=decision,
         )
+        if attempts == 0 and await self._clarify_or("") == "clarify":
+            return "clarify"  # the question itself is unclear: ask before searching again
+        if decision == "low_confidence" and miss and not self.state.relaxed:
+            self.state.relaxed = True
+            self.state.caveats.append(
+                "Nothing on topic was found at first, so the search was reworded and widened (more results, a lower "
+                "relevance floor, filters dropped)."
+            )
         return decision
 
     @router("low_confidence")
@@ -305,6 +327,11 @@ class ResearchFlow(Flow[ResearchState]):
             )
         new_text = new_text.strip()
         if not new_text or new_text in self.state.searched:
+            if self.state.relaxed and len(self.state.searched) == 1:
+                # No other wording, but the widened search has not been tried: search the same words, widened.
+                self.state.searched.append(self.state.searched[-1])
+                self._emit("reformulate", "finished", started, query_text=self.state.searched[-1], decision="retry")
+                return "retry"
             # Searching the same words again cannot find anything new: explain what we have instead.
             self._emit("reformulate", "finished", started, query_text=None, decision="uncertain")
             return "uncertain"
@@ -314,17 +341,23 @@ class ResearchFlow(Flow[ResearchState]):
 
     @router("sufficient")
     async def gate_answer(self) -> str:
-        """Enough evidence to answer: unless it is far more than one answer can carry."""
-        return await self._clarify_or("write_answer")
+        """Enough evidence to answer (whether to ask was decided on the first evidence)."""
+        return "write_answer"
 
     @router("uncertain")
     async def gate_uncertainty(self) -> str:
-        """Too little to answer: explain the uncertainty, or, when nothing was found at all, ask."""
-        return await self._clarify_or("explain")
+        """Too little to answer, after rewording and widening the search: explain the uncertainty."""
+        return "explain"
 
     async def _clarify_or(self, otherwise: str) -> str:
-        if not self.research.allow_clarification or self._stages.clarify is never_clarify:
+        """Ask the clarify stage once per run; "clarify" (with the response set) when it asks, else ``otherwise``."""
+        if (
+            self.state.clarify_considered
+            or not self.research.allow_clarification
+            or self._stages.clarify is never_clarify
+        ):
             return otherwise  # nothing to consider: no events either
+        self.state.clarify_considered = True
         started = time.monotonic()
         self._emit("clarify", "started")
         reports = self.state.retrieval.aggregated_context.source_reports if self.state.retrieval else []
@@ -558,6 +591,10 @@ async def run_question(
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"ResearchFlow ended without an answer (got {type(result).__name__})")
     return result
+
+
+def _without_filters(options: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in options.items() if name != "filters"}
 
 
 def _require(value: _T | None, what: str) -> _T:

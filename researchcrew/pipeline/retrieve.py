@@ -21,6 +21,7 @@ on a ``researchcrew.blocking.BlockingPool``, whose callers stop waiting when the
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,7 +31,14 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from researchcrew.blocking import ABANDONED
-from researchcrew.contracts.chunks import AggregatedContext, ContextChunk, SourceFailure, SourceReport, SourceStatus
+from researchcrew.contracts.chunks import (
+    MEMORY_SOURCE_TYPE,
+    AggregatedContext,
+    ContextChunk,
+    SourceFailure,
+    SourceReport,
+    SourceStatus,
+)
 from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, RetrieverOutput
 from researchcrew.errors import ToolError
 from researchcrew.pipeline.progress import report_source
@@ -58,6 +66,21 @@ def _guard_grace_s(budget_s: float) -> float:
     return min(0.5, max(0.05, 0.1 * budget_s))
 
 
+# A widened search after a miss (RetrieverInput.relaxed): twice the results, at most this many; half the floor.
+# Conversation memory is not widened: it is the conversation, and a lower floor recalls unrelated exchanges.
+RELAXED_MAX_RESULTS = 40
+RELAXED_FLOOR_FACTOR = 0.5
+
+
+def _takes(tool: Tool, option: str) -> bool:
+    """Whether the tool's search accepts ``option`` by name (a custom tool need not take a relevance floor)."""
+    try:
+        parameters = inspect.signature(tool._search).parameters
+    except (TypeError, ValueError):
+        return False
+    return option in parameters
+
+
 @dataclass(slots=True)
 class _Outcome:
     """What one tool call contributed: its report and its chunks."""
@@ -66,7 +89,7 @@ class _Outcome:
     chunks: list[ContextChunk] = field(default_factory=list)
 
 
-class RetrieverAgent:
+class Retriever:
     """Fans a query out to the selected tools concurrently and aggregates their evidence.
 
     Every tool whose source type is not excluded is called as ``tool.search(query, timeout=..., num_results=...,
@@ -176,6 +199,12 @@ class RetrieverAgent:
                 "session_id": request.session_id,
                 **request.tool_options.get(tool.source_type, {}),
             }
+            own = request.tool_options.get(tool.source_type, {})
+            if request.relaxed and tool.source_type != MEMORY_SOURCE_TYPE:  # memory is the conversation, not a corpus
+                if "num_results" not in own:
+                    kwargs["num_results"] = min(RELAXED_MAX_RESULTS, 2 * num_results)
+                if "min_relevance" not in own and _takes(tool, "min_relevance"):
+                    kwargs["min_relevance"] = self._settings.min_relevance * RELAXED_FLOOR_FACTOR
             task = asyncio.create_task(
                 self._call(tool, request.query_text, budget_s, now + budget_s, kwargs), name=f"retriever:{tool.name}"
             )

@@ -7,8 +7,8 @@ added with ``app.include_router``; they get the process state with the ``Service
 ``CurrentUser``, and raise ``ApiProblem`` for every failure (``researchcrew.service.problems``).
 
 On shutdown (SIGTERM: uvicorn stops accepting and lets running requests finish within ``service.shutdown_grace_s``)
-the lifespan waits for answers still running within the same grace, then closes the runtime, which finishes every
-pending memory write before it releases the stores.
+the lifespan waits for answers still running within the same grace, then closes the runtime, which gives every
+pending memory write the same grace again before it releases the stores (an answer that went out is remembered).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from researchcrew.memory.accounts import Accounts
 from researchcrew.memory.chat_sessions import ChatSessions
@@ -27,6 +27,7 @@ from researchcrew.redaction import install_log_redaction, remember_settings_secr
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.batch import ServiceBatch
 from researchcrew.service.body_limit import BodyLimit
+from researchcrew.service.input_checks import check_request_input
 from researchcrew.service.problems import install_problem_handlers
 from researchcrew.service.state import ServiceState
 from researchcrew.service.throttle import Throttle
@@ -35,6 +36,7 @@ from researchcrew.settings import Settings
 logger = logging.getLogger(__name__)
 
 API_VERSION = "1"
+_MIN_MEMORY_FLUSH_S = 10.0  # with no shutdown grace configured, memory writes still get the runtime's default
 
 
 def create_app(settings: Settings | None = None, *, runtime: Runtime | None = None, **runtime_options: Any) -> FastAPI:
@@ -67,12 +69,17 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         finally:
             state = getattr(app.state, "service", None)
             app.state.service = None
-            if isinstance(state, ServiceState):
-                await _finish_running(state.questions, settings.service.shutdown_grace_s)
-            await batch.stop()  # the scheduler and the background runs, before the runtime closes
-            await throttle.aclose()
-            if owned:
-                await active.aclose()  # pending memory writes first, then the stores
+            grace_s = settings.service.shutdown_grace_s
+            try:
+                if isinstance(state, ServiceState):
+                    await _finish_running(state.questions, grace_s)
+                await batch.stop()  # the scheduler and the background runs, before the runtime closes
+                await throttle.aclose()
+            finally:  # even when a step above failed: the memory writes of finished answers are not dropped
+                if owned:
+                    # Pending memory writes first (each answer that finished is remembered: they get the same
+                    # grace as running answers), then the stores.
+                    await active.aclose(memory_flush_s=max(grace_s, _MIN_MEMORY_FLUSH_S))
 
     app = FastAPI(
         title="researchcrew",
@@ -83,6 +90,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         # parties. The schema itself is at /openapi.json.
         docs_url=None,
         redoc_url=None,
+        # Every route: no parameter a store cannot keep, no JSON body nested too deeply (service/input_checks.py).
+        dependencies=[Depends(check_request_input)],
     )
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)

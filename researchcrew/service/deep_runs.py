@@ -29,13 +29,9 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import (
     DeepResearchError,
-    DeepRunExpiredError,
-    DeepRunForbiddenError,
-    DeepRunNotFoundError,
-    PlanDecisionError,
     ResearchCrewError,
 )
-from researchcrew.service.problems import ApiProblem, problem_body
+from researchcrew.service.problems import ApiProblem, problem_body, problem_for
 from researchcrew.service.questions import MessageRequest, service_problem, track
 from researchcrew.service.state import ServiceState
 from researchcrew.service.streaming import cancel_and_wait, pump, sse
@@ -45,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 OnEvent = Callable[[DeepProgressEvent], None]
 Segment = Callable[[OnEvent], Coroutine[Any, Any, DeepRun]]
-_LEASE_MARGIN_S = 60.0  # a slot outlives the run's deadline by this much (then it expires)
 
 
 class SessionMessage(MessageRequest):
@@ -66,16 +61,9 @@ class SessionMessage(MessageRequest):
 
 
 def deep_problem(error: ResearchCrewError, run_id: str) -> ApiProblem:
-    """The problem for a named failure of a deep run operation (another user's run is answered like an unknown one)."""
-    if isinstance(error, DeepRunNotFoundError | DeepRunForbiddenError):
-        return ApiProblem(404, f"No deep run {run_id!r}: check the id, or start a new run.", kind="deep-run-not-found")
-    if isinstance(error, DeepRunExpiredError):
-        return ApiProblem(410, str(error), kind="deep-run-expired")
-    if isinstance(error, PlanDecisionError):
-        return ApiProblem(422, str(error), kind="invalid-plan-decision")
-    if isinstance(error, DeepResearchError):  # DeepRunStateError and any later kind: the run's state forbids it
-        return ApiProblem(409, str(error), kind="deep-run-conflict")
-    return service_problem(error)
+    """The problem for a failure of a deep run operation (``problems.NAMED_PROBLEMS``; another user's run is
+    answered like an unknown one)."""
+    return problem_for(error, subject=run_id, fallback="The question could not be answered")
 
 
 async def deep_research(service: ServiceState) -> DeepResearch:
@@ -83,21 +71,6 @@ async def deep_research(service: ServiceState) -> DeepResearch:
         return await service.runtime.deep_research()
     except ResearchCrewError as error:
         raise service_problem(error) from error
-
-
-async def take_deep_slot(service: ServiceState, user_id: str, deadline_s: float | None) -> QuestionSlot:
-    """A question slot for one working segment of a deep run, or 429 with Retry-After."""
-    lease = (deadline_s or service.settings.deep.deadline_s) + _LEASE_MARGIN_S
-    slot = await service.throttle.question_slot(user_id, lease_s=lease)
-    if slot is None:
-        limit = service.settings.service.max_concurrent_questions
-        raise ApiProblem(
-            429,
-            f"You have {limit} question(s) or deep runs working, the most allowed at once; retry when one finished.",
-            headers={"Retry-After": "1"},
-            kind="too-many-questions",
-        )
-    return slot
 
 
 class SegmentWork:
@@ -142,7 +115,7 @@ class SegmentWork:
             await cancel_and_wait(waiter)
         if self.task.done() or self.run_id is None:
             return await self.until_done()
-        return await deep.get(self.run_id, user_id=user_id)
+        return await deep.get_research_run(self.run_id, user_id=user_id)
 
     async def until_done(self) -> DeepRun:
         await asyncio.wait({self.task})

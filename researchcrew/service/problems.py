@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, cast
 
@@ -26,6 +27,21 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from researchcrew.errors import (
+    ConfigurationError,
+    DeepResearchError,
+    DeepRunExpiredError,
+    DeepRunForbiddenError,
+    DeepRunNotFoundError,
+    JobConflictError,
+    JobInputError,
+    JobNotFoundError,
+    KnowledgeBaseError,
+    MemoryStoreError,
+    PlanDecisionError,
+    QueueUnavailableError,
+    ResearchCrewError,
+)
 from researchcrew.redaction import public_text
 
 logger = logging.getLogger(__name__)
@@ -149,7 +165,6 @@ def store_problem(error: BaseException) -> ApiProblem | None:
     """The 503 (with ``Retry-After``) for a store the service cannot use, or None when ``error`` is not one: the
     memory store (``MemoryStoreError``, or a database/connection failure that escaped its guards), the knowledge
     base, the job queue. The detail names the store; the driver's message is logged, never answered."""
-    from researchcrew.errors import KnowledgeBaseError, MemoryStoreError, QueueUnavailableError
     from researchcrew.memory.failures import is_outage
 
     headers = {"Retry-After": str(STORE_RETRY_AFTER_S)}
@@ -168,6 +183,62 @@ def store_problem(error: BaseException) -> ApiProblem | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Named:
+    """How one kind of named error is answered: its status, its problem kind, and its detail (the error's own words
+    when None; else a template of ``{error}`` and ``{subject}``, the id the request named)."""
+
+    errors: tuple[type[ResearchCrewError], ...]
+    status: int
+    kind: str
+    detail: str | None = None
+
+
+# The one table from named errors to statuses (first match wins, so a subclass comes before its base). Store outages
+# come before it (``store_problem``); an error in no row is a 500 that names only its type.
+NAMED_PROBLEMS: tuple[_Named, ...] = (
+    # Another user's run is answered exactly like an unknown one.
+    _Named(
+        (DeepRunNotFoundError, DeepRunForbiddenError),
+        404,
+        "deep-run-not-found",
+        "No deep run {subject!r}: check the id, or start a new run.",
+    ),
+    _Named((DeepRunExpiredError,), 410, "deep-run-expired"),
+    _Named((PlanDecisionError,), 422, "invalid-plan-decision"),
+    _Named((DeepResearchError,), 409, "deep-run-conflict"),  # DeepRunStateError and later kinds: the state forbids it
+    _Named((JobNotFoundError,), 404, "job-not-found"),
+    _Named((JobInputError,), 422, "invalid-job"),
+    _Named((JobConflictError,), 409, "job-conflict"),
+    _Named((ConfigurationError,), 500, "misconfigured", "The service is misconfigured: {error}"),
+)
+
+
+def problem_for(
+    error: BaseException, *, subject: str = "", fallback: str = "The request could not be completed"
+) -> ApiProblem:
+    """The problem answering ``error``: a store outage (503 + Retry-After), a row of ``NAMED_PROBLEMS``, else a
+    500 that names only the error's type (``fallback: TypeName``). ``subject`` is the id the request named."""
+    outage = store_problem(error)
+    if outage is not None:
+        logger.warning("a request failed on a store: %s: %s", type(error).__name__, error)
+        return outage
+    for named in NAMED_PROBLEMS:
+        if isinstance(error, named.errors):
+            detail = str(error) if named.detail is None else named.detail.format(error=error, subject=subject)
+            return ApiProblem(named.status, detail, kind=named.kind)
+    return ApiProblem(500, f"{fallback}: {type(error).__name__}", kind="internal-error")
+
+
+async def _named_problem(request: Request, exc: Exception) -> JSONResponse:
+    """A named error no route turned into a problem itself: the table's answer; an unknown kind is logged with its
+    traceback like any unexpected error."""
+    problem = problem_for(exc)
+    if problem.status >= 500 and problem.kind == "internal-error":
+        return await _unexpected_problem(request, exc)
+    return await _api_problem(request, problem)
+
+
 async def _store_problem(request: Request, exc: Exception) -> JSONResponse:
     problem = store_problem(exc)
     if problem is None:
@@ -177,10 +248,9 @@ async def _store_problem(request: Request, exc: Exception) -> JSONResponse:
 
 
 def install_problem_handlers(app: FastAPI) -> None:
-    from researchcrew.errors import KnowledgeBaseError, MemoryStoreError, QueueUnavailableError
-
     # Starlette types handlers as taking any Exception; each of these is registered for its own class only.
     app.add_exception_handler(ApiProblem, cast(Any, _api_problem))
+    app.add_exception_handler(ResearchCrewError, _named_problem)
     for store_error in (MemoryStoreError, KnowledgeBaseError, QueueUnavailableError, SQLAlchemyError, OSError):
         app.add_exception_handler(store_error, _store_problem)
     app.add_exception_handler(RequestValidationError, cast(Any, _validation_problem))

@@ -1,6 +1,6 @@
-"""Asking a question over HTTP: the request body, the per-user concurrency slot, cancellation when the client
-goes away, and the server-sent event stream. Routes that ask questions (the native messages route; later the
-OpenAI-compatible one) share these.
+"""Asking a question over HTTP: the request body, cancellation when the client goes away, and the server-sent event
+stream. Routes that ask questions (the native messages route, the OpenAI-compatible one) share these; the per-user
+concurrency slot they hold while a question works is ``researchcrew.service.slots``.
 
 Cancellation: the question runs as its own task. When the client disconnects, that task is cancelled, so no
 source keeps searching for nobody. An answer that did complete was already handed to the Memory stage (which
@@ -23,12 +23,12 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import Field
 
-from researchcrew.contracts._base import Contract, SourceType
+from researchcrew.contracts._base import RequestContract, SourceType
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ResponseOptions
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ResearchCrewError
-from researchcrew.service.problems import ApiProblem, problem_body, store_problem
+from researchcrew.service.problems import ApiProblem, problem_body, problem_for
 from researchcrew.service.state import ServiceState
 from researchcrew.service.streaming import cancel_and_wait, pump, sse
 from researchcrew.service.throttle import QuestionSlot
@@ -37,10 +37,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 EVENT_STREAM = "text/event-stream"
-_LEASE_MARGIN_S = 60.0  # a question slot outlives the longest question by this much (then it expires)
 
 
-class MessageRequest(Contract):
+class MessageRequest(RequestContract):
     """A question asked in a session, with the SDK's per-request options (a ``ResearchRequest`` without the user
     and the session: those come from the key and the URL)."""
 
@@ -73,21 +72,6 @@ def wants_event_stream(request: Request) -> bool:
     """True when the client asks for server-sent events (``Accept: text/event-stream``)."""
     accept = request.headers.get("accept", "")
     return any(part.split(";")[0].strip() == EVENT_STREAM for part in accept.split(","))
-
-
-async def take_question_slot(service: ServiceState, user_id: str, research: ResearchRequest) -> QuestionSlot:
-    """A place for one more running question of the user, or 429 with Retry-After."""
-    deadline = research.deadline_s or service.settings.retrieval.run_deadline_s
-    slot = await service.throttle.question_slot(user_id, lease_s=deadline + _LEASE_MARGIN_S)
-    if slot is None:
-        limit = service.settings.service.max_concurrent_questions
-        raise ApiProblem(
-            429,
-            f"You have {limit} question(s) running, the most allowed at once; retry when one has finished.",
-            headers={"Retry-After": "1"},
-            kind="too-many-questions",
-        )
-    return slot
 
 
 def track(service: ServiceState, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
@@ -131,15 +115,7 @@ def _result(task: asyncio.Task[FinalResponse]) -> FinalResponse:
 
 def service_problem(error: ResearchCrewError) -> ApiProblem:
     """A failure of the service's own machinery (not of a source: those are reported in the answer)."""
-    from researchcrew.errors import ConfigurationError
-
-    outage = store_problem(error)  # the memory store, the knowledge base: 503 with Retry-After
-    if outage is not None:
-        logger.warning("a question failed on a store: %s: %s", type(error).__name__, error)
-        return outage
-    if isinstance(error, ConfigurationError):
-        return ApiProblem(500, f"The service is misconfigured: {error}", kind="misconfigured")
-    return ApiProblem(500, f"The question could not be answered: {type(error).__name__}", kind="internal-error")
+    return problem_for(error, fallback="The question could not be answered")
 
 
 async def event_stream(service: ServiceState, research: ResearchRequest, slot: QuestionSlot) -> AsyncIterator[bytes]:

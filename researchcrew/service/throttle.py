@@ -43,13 +43,19 @@ return 0
 
 
 class QuestionSlot:
-    """One running question of a user; ``release()`` (idempotent) gives the place back."""
+    """One running question of a user; ``release()`` (idempotent) gives the place back. ``hand_over()`` marks it as
+    owned by the work it was handed to (a stream, a task), which releases it when done (``slots.question_slot``)."""
 
     def __init__(self, throttle: Throttle, user_id: str, lease: str | None) -> None:
         self._throttle = throttle
         self.user_id = user_id
         self._lease = lease
         self._released = False
+        self.handed_over = False
+
+    def hand_over(self) -> QuestionSlot:
+        self.handed_over = True
+        return self
 
     async def release(self) -> None:
         if self._released:

@@ -150,7 +150,7 @@ class MemoryTool(Tool):
         threshold = self.settings.recall_min_relevance if min_relevance is None else min_relevance
         if not 0.0 <= threshold <= 1.0:
             raise ToolError("invalid_request", f"min_relevance must be in [0, 1], not {threshold}")
-        from researchcrew.pipeline.synthesize.extractive import asks_about_the_conversation
+        from researchcrew.text.questions import asks_about_the_conversation
 
         # "What did I say my project code was?" is about the conversation too; the fact asked for is what it wants.
         asked = personal_question(query)

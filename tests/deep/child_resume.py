@@ -20,10 +20,12 @@ async def main(url: str, run_id: str, data_dir: str) -> None:
         async with open_runtime(
             Settings(data_dir=Path(data_dir)), tools=[CorpusTool()], memory_store=store, remember=False
         ) as runtime:
-            run = await runtime.deep_run(run_id, user_id="ada")
+            run = await (await runtime.deep_research()).get_research_run(run_id, user_id="ada")
             assert run.plan is not None, run
-            await runtime.decide_deep_run(run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[1]))
-            done = await runtime.resume_deep_run(run_id, user_id="ada")
+            await (await runtime.deep_research()).decide_plan(
+                run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[1])
+            )
+            done = await (await runtime.deep_research()).resume_research(run_id, user_id="ada")
     finally:
         await store.close()
     sys.stdout.write(done.model_dump_json())

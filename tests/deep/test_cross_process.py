@@ -36,7 +36,7 @@ async def test_another_process_decides_and_finishes_a_paused_run(postgres_url: s
         async with open_runtime(
             Settings(data_dir=tmp_path), tools=[CorpusTool()], memory_store=store, remember=False
         ) as runtime:
-            paused = await runtime.start_deep_run(
+            paused = await (await runtime.deep_research()).research(
                 ResearchRequest(question="What is known about pooled testing?", user_id="ada", session_id="s")
             )
         assert paused.status == "awaiting_human_feedback" and paused.plan is not None
@@ -59,7 +59,7 @@ async def test_another_process_decides_and_finishes_a_paused_run(postgres_url: s
         async with open_runtime(
             Settings(data_dir=tmp_path), tools=[CorpusTool()], memory_store=store, remember=False
         ) as runtime:
-            seen_here = await runtime.deep_run(paused.run_id, user_id="ada")
+            seen_here = await (await runtime.deep_research()).get_research_run(paused.run_id, user_id="ada")
     finally:
         await store.close()
     assert seen_here.status == "completed" and seen_here.report == finished.report

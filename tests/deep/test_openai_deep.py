@@ -38,7 +38,7 @@ async def test_a_deep_run_through_the_real_llm_class(tmp_path: Path) -> None:
         llm = LLMSettings(model="openai/test-model", base_url=f"{server.url}/v1", api_key=SecretStr("sk-deep"))
         settings = Settings(data_dir=tmp_path, llm=llm)
         async with open_runtime(settings, tools=[CorpusTool()], remember=False) as runtime:
-            run = await runtime.start_deep_run(
+            run = await (await runtime.deep_research()).research(
                 ResearchRequest(question="What is known about pooled testing?", user_id="ada"),
                 DeepOptions(auto_approve=True),
             )

@@ -96,6 +96,20 @@ async def test_the_model_proposes_the_plan_and_the_rules_take_over_when_it_fails
         assert fallback.written_by == "rules" and len(fallback.items) == 3
 
 
+@pytest.mark.parametrize("cap", [1, 3, 4])
+async def test_a_model_proposing_more_than_the_cap_gets_exactly_the_first_cap_sub_questions(cap: int) -> None:
+    """Seven proposals, one a repeat of the first (a repeat takes no place under the cap): the first ``cap``
+    distinct ones are kept, in the model's order, and the plan says its cap."""
+    proposals = ["What is A?", "what is a?", "What is B?", "What is C?", "What is D?", "What is E?", "What is F?"]
+    reply = json.dumps({"sub_questions": [{"question": text} for text in proposals]})
+    proposed = await llm_plan(FakeLLM([reply]), "Q?", None, [], max_items=cap)
+    assert proposed.written_by == "llm"
+    distinct = ["What is A?", "What is B?", "What is C?", "What is D?", "What is E?", "What is F?"]
+    assert [item.question for item in proposed.items] == distinct[:cap]
+    assert [item.id for item in proposed.items] == list(range(1, cap + 1))
+    assert proposed.max_items == cap
+
+
 def test_approve_keeps_the_plan_and_cancel_ends_it() -> None:
     assert apply_decision(PLAN, PlanDecision()) == PLAN
     assert apply_decision(PLAN, PlanDecision(action="cancel")) is None

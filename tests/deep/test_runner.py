@@ -42,7 +42,7 @@ def request(question: str = QUESTION, user_id: str = "ada") -> ResearchRequest:
 async def test_an_approved_run_goes_from_probe_to_checked_report(tmp_path: Path) -> None:
     events: list[DeepProgressEvent] = []
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
-        run = await runtime.start_deep_run(
+        run = await (await runtime.deep_research()).research(
             request(), DeepOptions(auto_approve=True, max_subquestions=4), on_event=events.append
         )
 
@@ -67,36 +67,38 @@ async def test_an_approved_run_goes_from_probe_to_checked_report(tmp_path: Path)
 
 async def test_a_run_pauses_at_its_plan_until_the_users_decision_arrives(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
-        run = await runtime.start_deep_run(request(), DeepOptions(max_subquestions=5))
+        run = await (await runtime.deep_research()).research(request(), DeepOptions(max_subquestions=5))
         assert (run.status, run.awaiting, run.feedback_received) == ("awaiting_human_feedback", "plan_approval", False)
         assert run.plan is not None and 1 <= len(run.plan.items) <= 5 and run.report is None
         assert run.expires_at is not None
         proposed = run.plan.items
 
         with pytest.raises(DeepRunStateError, match="still waits for a decision on its plan"):
-            await runtime.resume_deep_run(run.run_id, user_id="ada")
+            await (await runtime.deep_research()).resume_research(run.run_id, user_id="ada")
         with pytest.raises(DeepRunStateError, match="waits for a decision on its plan, not an answer"):
-            await runtime.answer_deep_run(run.run_id, user_id="ada", answer="pooling")
+            await (await runtime.deep_research()).answer_clarification(run.run_id, user_id="ada", answer="pooling")
         with pytest.raises(DeepRunForbiddenError, match="belongs to another user"):
-            await runtime.decide_deep_run(run.run_id, user_id="eve", decision=PlanDecision())
+            await (await runtime.deep_research()).decide_plan(run.run_id, user_id="eve", decision=PlanDecision())
         with pytest.raises(DeepRunNotFoundError, match="no deep run 'nope'"):
-            await runtime.deep_run("nope", user_id="ada")
+            await (await runtime.deep_research()).get_research_run("nope", user_id="ada")
         for bad, message in [
             (PlanDecision(items=[]), "leaves no sub-question"),
             (PlanDecision(items=[PlanChoice(id=1, question=" ")]), "empties it"),
             (PlanDecision(items=[PlanChoice(question=f"Extra {n}?") for n in range(6)]), "at most 5"),
         ]:
             with pytest.raises(PlanDecisionError, match=message):
-                await runtime.decide_deep_run(run.run_id, user_id="ada", decision=bad)
-        assert not (await runtime.deep_run(run.run_id, user_id="ada")).feedback_received  # nothing stored
+                await (await runtime.deep_research()).decide_plan(run.run_id, user_id="ada", decision=bad)
+        assert not (
+            await (await runtime.deep_research()).get_research_run(run.run_id, user_id="ada")
+        ).feedback_received  # nothing stored
 
         last, first = proposed[-1], proposed[0]
         decision = PlanDecision(
             items=[PlanChoice(id=last.id), PlanChoice(id=first.id, question="How does pooled testing save reagents?")]
         )
-        run = await runtime.decide_deep_run(run.run_id, user_id="ada", decision=decision)
+        run = await (await runtime.deep_research()).decide_plan(run.run_id, user_id="ada", decision=decision)
         assert run.status == "awaiting_human_feedback" and run.feedback_received
-        run = await runtime.resume_deep_run(run.run_id, user_id="ada")
+        run = await (await runtime.deep_research()).resume_research(run.run_id, user_id="ada")
 
         assert run.status == "completed" and run.report is not None
         assert [item.question for item in run.report.plan.items] == [
@@ -105,7 +107,7 @@ async def test_a_run_pauses_at_its_plan_until_the_users_decision_arrives(tmp_pat
         ]
         assert [sub.item.id for sub in run.report.sub_questions] == [last.id, first.id]
         with pytest.raises(DeepRunStateError, match="is completed; it waits for nothing"):
-            await runtime.decide_deep_run(run.run_id, user_id="ada", decision=PlanDecision())
+            await (await runtime.deep_research()).decide_plan(run.run_id, user_id="ada", decision=PlanDecision())
 
 
 async def test_clarifying_questions_come_first_when_nothing_is_found_and_the_reply_narrows_the_question(
@@ -113,18 +115,22 @@ async def test_clarifying_questions_come_first_when_nothing_is_found_and_the_rep
 ) -> None:
     tool = CorpusTool(only_if="pooled")  # nothing for the vague question, plenty once it names pooled testing
     async with open_runtime(settings(tmp_path), tools=[tool], remember=False) as runtime:
-        run = await runtime.start_deep_run(request("What is known about the screening method?"))
+        run = await (await runtime.deep_research()).research(request("What is known about the screening method?"))
         assert (run.status, run.awaiting) == ("awaiting_human_feedback", "clarification")
         assert run.clarification is not None and run.clarification.reason == "no_evidence"
         assert run.plan is None and "just answer" in run.clarification.message
 
-        await runtime.answer_deep_run(run.run_id, user_id="ada", answer="pooled testing of samples")
-        run = await runtime.resume_deep_run(run.run_id, user_id="ada")
+        await (await runtime.deep_research()).answer_clarification(
+            run.run_id, user_id="ada", answer="pooled testing of samples"
+        )
+        run = await (await runtime.deep_research()).resume_research(run.run_id, user_id="ada")
         assert (run.status, run.awaiting) == ("awaiting_human_feedback", "plan_approval")
         assert run.plan is not None and run.plan.question.endswith("(pooled testing of samples)")
         assert all(item.question.endswith("(pooled testing of samples)?") for item in run.plan.items)
-        await runtime.decide_deep_run(run.run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[2, 3]))
-        run = await runtime.resume_deep_run(run.run_id, user_id="ada")
+        await (await runtime.deep_research()).decide_plan(
+            run.run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[2, 3])
+        )
+        run = await (await runtime.deep_research()).resume_research(run.run_id, user_id="ada")
 
     assert run.status == "completed" and run.report is not None
     assert run.report.clarification_answer == "pooled testing of samples"
@@ -135,9 +141,9 @@ async def test_clarifying_questions_come_first_when_nothing_is_found_and_the_rep
 async def test_just_answer_keeps_the_question_as_asked(tmp_path: Path) -> None:
     tool = CorpusTool(only_if="pooled")
     async with open_runtime(settings(tmp_path), tools=[tool], remember=False) as runtime:
-        run = await runtime.start_deep_run(request("What is known about the screening method?"))
-        await runtime.answer_deep_run(run.run_id, user_id="ada", answer="just answer")
-        run = await runtime.resume_deep_run(run.run_id, user_id="ada")
+        run = await (await runtime.deep_research()).research(request("What is known about the screening method?"))
+        await (await runtime.deep_research()).answer_clarification(run.run_id, user_id="ada", answer="just answer")
+        run = await (await runtime.deep_research()).resume_research(run.run_id, user_id="ada")
         assert run.awaiting == "plan_approval" and run.plan is not None
         assert run.plan.question == "What is known about the screening method?"
 
@@ -147,16 +153,18 @@ async def test_a_paused_run_outlives_its_runtime(tmp_path: Path) -> None:
     store = await MemoryStore.open(url)
     try:
         async with open_runtime(settings(tmp_path), tools=[CorpusTool()], memory_store=store, remember=False) as first:
-            run = await first.start_deep_run(request())
+            run = await (await first.deep_research()).research(request())
     finally:
         await store.close()
     store = await MemoryStore.open(url)  # a new process, as far as the run can tell
     try:
         async with open_runtime(settings(tmp_path), tools=[CorpusTool()], memory_store=store, remember=False) as second:
-            again = await second.deep_run(run.run_id, user_id="ada")
+            again = await (await second.deep_research()).get_research_run(run.run_id, user_id="ada")
             assert again.status == "awaiting_human_feedback" and again.plan == run.plan
-            await second.decide_deep_run(run.run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[1]))  # type: ignore[arg-type]
-            done = await second.resume_deep_run(run.run_id, user_id="ada")
+            await (await second.deep_research()).decide_plan(
+                run.run_id, user_id="ada", decision=PlanDecision.edits(run.plan, cut=[1])
+            )  # type: ignore[arg-type]
+            done = await (await second.deep_research()).resume_research(run.run_id, user_id="ada")
     finally:
         await store.close()
     assert done.status == "completed" and done.report is not None
@@ -165,22 +173,22 @@ async def test_a_paused_run_outlives_its_runtime(tmp_path: Path) -> None:
 
 async def test_an_expired_pause_cannot_be_decided_or_resumed(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path, pause_ttl_s=0.2), tools=[CorpusTool()], remember=False) as runtime:
-        run = await runtime.start_deep_run(request())
+        run = await (await runtime.deep_research()).research(request())
         await asyncio.sleep(0.3)
-        assert (await runtime.deep_run(run.run_id, user_id="ada")).status == "expired"
+        assert (await (await runtime.deep_research()).get_research_run(run.run_id, user_id="ada")).status == "expired"
         with pytest.raises(DeepRunExpiredError, match="expired: start a new run"):
-            await runtime.decide_deep_run(run.run_id, user_id="ada", decision=PlanDecision())
+            await (await runtime.deep_research()).decide_plan(run.run_id, user_id="ada", decision=PlanDecision())
         with pytest.raises(DeepRunExpiredError):
-            await runtime.resume_deep_run(run.run_id, user_id="ada")
+            await (await runtime.deep_research()).resume_research(run.run_id, user_id="ada")
 
 
 async def test_two_resumes_of_one_run_one_wins(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool(delay_s=0.05)], remember=False) as runtime:
-        run = await runtime.start_deep_run(request(), DeepOptions(max_subquestions=2))
-        await runtime.decide_deep_run(run.run_id, user_id="ada", decision=PlanDecision())
+        run = await (await runtime.deep_research()).research(request(), DeepOptions(max_subquestions=2))
+        await (await runtime.deep_research()).decide_plan(run.run_id, user_id="ada", decision=PlanDecision())
         outcomes = await asyncio.gather(
-            runtime.resume_deep_run(run.run_id, user_id="ada"),
-            runtime.resume_deep_run(run.run_id, user_id="ada"),
+            (await runtime.deep_research()).resume_research(run.run_id, user_id="ada"),
+            (await runtime.deep_research()).resume_research(run.run_id, user_id="ada"),
             return_exceptions=True,
         )
     done = [outcome for outcome in outcomes if isinstance(outcome, DeepRun)]
@@ -190,7 +198,7 @@ async def test_two_resumes_of_one_run_one_wins(tmp_path: Path) -> None:
 
 async def test_the_deadline_returns_the_report_so_far_marked_partial(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool(delay_s=0.5)], remember=False) as runtime:
-        run = await runtime.start_deep_run(
+        run = await (await runtime.deep_research()).research(
             request(), DeepOptions(auto_approve=True, max_subquestions=6, deadline_s=3.0)
         )
     report = run.report
@@ -228,7 +236,9 @@ def _scripted(messages: list[dict[str, Any]]) -> str:
 async def test_the_token_budget_stops_research_and_says_so(tmp_path: Path) -> None:
     llm = FakeLLM([_scripted] * 20)
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], llm=llm, remember=False) as runtime:
-        run = await runtime.start_deep_run(request(), DeepOptions(auto_approve=True, token_budget=1000))
+        run = await (await runtime.deep_research()).research(
+            request(), DeepOptions(auto_approve=True, token_budget=1000)
+        )
     report = run.report
     assert report is not None and report.budget.exhausted == "tokens" and report.partial
     assert report.budget.token_budget == 1000 and report.budget.tokens_used >= 1000
@@ -239,13 +249,19 @@ async def test_the_token_budget_stops_research_and_says_so(tmp_path: Path) -> No
 
 async def test_streaming_yields_the_events_then_the_run(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
-        items = [item async for item in runtime.stream_deep_run(request(), DeepOptions(max_subquestions=2))]
+        items = [
+            item
+            async for item in (await runtime.deep_research()).research_stream(
+                request(), DeepOptions(max_subquestions=2)
+            )
+        ]
         assert isinstance(items[-1], DeepRun) and items[-1].status == "awaiting_human_feedback"
         assert all(isinstance(item, DeepProgressEvent) for item in items[:-1])
         assert any(item.phase == "plan" and item.status == "paused" for item in items[:-1])  # type: ignore[union-attr]
-        await runtime.decide_deep_run(items[-1].run_id, user_id="ada", decision=PlanDecision())
+        await (await runtime.deep_research()).decide_plan(items[-1].run_id, user_id="ada", decision=PlanDecision())
         resumed = [
-            item async for item in (await runtime.deep_research()).stream_resume(items[-1].run_id, user_id="ada")
+            item
+            async for item in (await runtime.deep_research()).resume_research_stream(items[-1].run_id, user_id="ada")
         ]
     assert isinstance(resumed[-1], DeepRun) and resumed[-1].status == "completed"
     assert any(isinstance(item, DeepProgressEvent) and item.phase == "research" for item in resumed)
@@ -253,18 +269,26 @@ async def test_streaming_yields_the_events_then_the_run(tmp_path: Path) -> None:
 
 async def test_cancelling_a_run(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
-        first = await runtime.start_deep_run(request())
-        await runtime.decide_deep_run(first.run_id, user_id="ada", decision=PlanDecision(action="cancel"))
-        assert (await runtime.resume_deep_run(first.run_id, user_id="ada")).status == "cancelled"
-        second = await runtime.start_deep_run(request())
-        assert (await runtime.cancel_deep_run(second.run_id, user_id="ada")).status == "cancelled"
+        first = await (await runtime.deep_research()).research(request())
+        await (await runtime.deep_research()).decide_plan(
+            first.run_id, user_id="ada", decision=PlanDecision(action="cancel")
+        )
+        assert (
+            await (await runtime.deep_research()).resume_research(first.run_id, user_id="ada")
+        ).status == "cancelled"
+        second = await (await runtime.deep_research()).research(request())
+        assert (
+            await (await runtime.deep_research()).cancel_research(second.run_id, user_id="ada")
+        ).status == "cancelled"
         with pytest.raises(DeepRunStateError, match="is cancelled"):
-            await runtime.cancel_deep_run(second.run_id, user_id="ada")
+            await (await runtime.deep_research()).cancel_research(second.run_id, user_id="ada")
 
 
 async def test_a_finished_deep_run_is_remembered_as_one_exchange(tmp_path: Path, embedder_available: None) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()]) as runtime:
-        run = await runtime.start_deep_run(request(), DeepOptions(auto_approve=True, max_subquestions=2))
+        run = await (await runtime.deep_research()).research(
+            request(), DeepOptions(auto_approve=True, max_subquestions=2)
+        )
         assert await runtime.flush_memory(30)
         [exchange] = (await runtime.export_user("ada"))["exchanges"]
     assert exchange["question"] == QUESTION and exchange["context"] == {"deep_run": run.run_id}

@@ -22,9 +22,9 @@ async def test_research_answer_decide_in_a_few_calls(tmp_path: Path) -> None:
         assert run.awaiting == "plan_approval" and run.plan is not None and len(run.plan.items) == 3
         run = await assistant.decide_plan(run.run_id, PlanDecision.edits(run.plan, cut=[3]), user_id="ada")
         assert run.status == "completed" and run.report is not None and len(run.report.plan.items) == 2
-        assert (await assistant.deep_run(run.run_id, user_id="ada")).report == run.report
+        assert (await assistant.get_research_run(run.run_id, user_id="ada")).report == run.report
 
-        batch = await assistant.deep_research("What is known about pooled testing?", approve=True, max_subquestions=2)
+        batch = await assistant.research("What is known about pooled testing?", approve=True, max_subquestions=2)
         assert batch.status == "completed"
 
         paused = await assistant.research("What is known about pooled testing?", max_subquestions=2)

@@ -1,4 +1,4 @@
-"""Clarifying questions in quick answers, through the SDK: asked when nothing is found, the next message of the
+"""Clarifying questions in quick answers, through the SDK: asked when the question is unclear, the next message of the
 session taken as the reply (also by another process, from the conversation history), "just answer" answering the
 question as asked, and an unrelated new question left alone."""
 
@@ -20,7 +20,7 @@ async def test_the_next_message_is_the_reply_to_the_clarifying_questions(tmp_pat
     async with ResearchAssistant(offline_settings(tmp_path), tools=[tool], remember=False) as assistant:
         asked = await assistant.ask(VAGUE, session_id="s1")
         assert asked.answer_kind == "clarification" and asked.clarification is not None
-        assert asked.clarification.reason == "no_evidence" and asked.citations == []
+        assert asked.clarification.reason == "too_broad" and asked.citations == []
 
         answered = await assistant.ask("pooled testing of samples", session_id="s1")
         assert answered.answer_kind == "extractive" and answered.citations

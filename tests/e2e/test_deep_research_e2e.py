@@ -237,7 +237,7 @@ async def test_deep_research_end_to_end_with_the_scripted_model(
                 await store.close()
 
         async def start(runtime: Any) -> Any:
-            return await runtime.start_deep_run(request)
+            return await (await runtime.deep_research()).research(request)
 
         first = await runtime_segment(start)
         assert (first.status, first.awaiting) == ("awaiting_human_feedback", "clarification")
@@ -245,8 +245,8 @@ async def test_deep_research_end_to_end_with_the_scripted_model(
         assert first.clarification.questions[0].question == "Which systems' testing matters to you?"
 
         async def answer(runtime: Any) -> Any:
-            await runtime.answer_deep_run(first.run_id, user_id="ada", answer=REPLY)
-            return await runtime.resume_deep_run(first.run_id, user_id="ada")
+            await (await runtime.deep_research()).answer_clarification(first.run_id, user_id="ada", answer=REPLY)
+            return await (await runtime.deep_research()).resume_research(first.run_id, user_id="ada")
 
         second = await runtime_segment(answer)  # a new runtime: as after a restart
         assert (second.status, second.awaiting) == ("awaiting_human_feedback", "plan_approval")
@@ -262,8 +262,10 @@ async def test_deep_research_end_to_end_with_the_scripted_model(
         )
 
         async def decide(runtime: Any) -> Any:
-            await runtime.decide_deep_run(first.run_id, user_id="ada", decision=decision)
-            return await runtime.resume_deep_run(first.run_id, user_id="ada", on_event=events.append)
+            await (await runtime.deep_research()).decide_plan(first.run_id, user_id="ada", decision=decision)
+            return await (await runtime.deep_research()).resume_research(
+                first.run_id, user_id="ada", on_event=events.append
+            )
 
         done = await runtime_segment(decide)
 

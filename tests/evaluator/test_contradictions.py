@@ -9,7 +9,7 @@ from researchcrew.pipeline.evaluate.contradictions import (
     numeric_contradictions,
     polarity_contradictions,
 )
-from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 
@@ -187,7 +187,7 @@ async def test_evaluator_reports_both_chunks_and_the_actual_sentences() -> None:
         source_type="arxiv",
         relevance=0.9,
     )
-    out = await EvaluatorAgent().run(request([a, b]))
+    out = await Evaluator().run(request([a, b]))
     claims = {
         record.kind: {record.chunk_id_a: record.claim_a, record.chunk_id_b: record.claim_b}
         for record in out.contradictions_found
@@ -208,7 +208,7 @@ async def test_evaluator_reports_both_chunks_and_the_actual_sentences() -> None:
 async def test_removed_chunks_are_not_cross_checked() -> None:
     a = chunk("good", "The model reaches an accuracy of 92% on ImageNet.", relevance=0.9)
     b = chunk("weak", "The model reaches an accuracy of 75% on ImageNet.", relevance=0.05, date=None)
-    out = await EvaluatorAgent().run(request([a, b], quality_threshold=0.6))
+    out = await Evaluator().run(request([a, b], quality_threshold=0.6))
     assert [s.chunk.chunk_id for s in out.filtered_context.chunks] == ["good"]
     assert out.contradictions_found == []
 

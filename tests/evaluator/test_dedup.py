@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from researchcrew.pipeline.evaluate.dedup import containment, find_duplicates, shingles
-from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from tests.evaluator.factories import chunk, request
 
 ABSTRACT = (
@@ -55,7 +55,7 @@ async def test_same_abstract_from_arxiv_and_kb_keeps_the_better_one() -> None:
     arxiv = chunk("arxiv-1", ABSTRACT, source_type="arxiv", relevance=0.85)
     web = chunk("web-1", "# Sparse attention\n\n" + ABSTRACT.upper(), source_type="web", relevance=0.9)
     other = chunk("web-2", UNRELATED, source_type="web", relevance=0.9)
-    out = await EvaluatorAgent().run(request([kb, web, arxiv, other], quality_threshold=0.0))
+    out = await Evaluator().run(request([kb, web, arxiv, other], quality_threshold=0.0))
 
     kept = [s.chunk.chunk_id for s in out.filtered_context.chunks]
     assert sorted(kept) == ["arxiv-1", "web-2"]
@@ -74,7 +74,7 @@ async def test_same_abstract_from_arxiv_and_kb_keeps_the_better_one() -> None:
 async def test_exact_web_page_twice_keeps_the_higher_quality_copy() -> None:
     worse = chunk("page-a", ABSTRACT, source_type="web", relevance=0.4)
     better = chunk("page-b", ABSTRACT, source_type="web", relevance=0.9)
-    out = await EvaluatorAgent().run(request([worse, better], quality_threshold=0.0))
+    out = await Evaluator().run(request([worse, better], quality_threshold=0.0))
     assert [s.chunk.chunk_id for s in out.filtered_context.chunks] == ["page-b"]
     assert out.removal_rationale[0].chunk_id == "page-a"
     assert out.removal_rationale[0].duplicate_of == "page-b"
@@ -83,7 +83,7 @@ async def test_exact_web_page_twice_keeps_the_higher_quality_copy() -> None:
 async def test_similar_chunk_gets_the_redundancy_penalty() -> None:
     best = chunk("arxiv-1", ABSTRACT, source_type="arxiv", relevance=0.9)
     similar = chunk("web-1", SIMILAR, source_type="web", relevance=0.9)
-    out = await EvaluatorAgent().run(request([similar, best], quality_threshold=0.0))
+    out = await Evaluator().run(request([similar, best], quality_threshold=0.0))
     by_id = {s.chunk.chunk_id: s for s in out.filtered_context.chunks}
     assert not by_id["arxiv-1"].redundancy_penalised
     penalised = by_id["web-1"]
@@ -96,7 +96,7 @@ async def test_similar_chunk_gets_the_redundancy_penalty() -> None:
 async def test_penalty_can_push_a_chunk_under_the_threshold() -> None:
     best = chunk("arxiv-1", ABSTRACT, source_type="arxiv", relevance=0.9)
     similar = chunk("web-1", SIMILAR, source_type="web", relevance=0.9)
-    out = await EvaluatorAgent().run(request([similar, best], quality_threshold=0.6))
+    out = await Evaluator().run(request([similar, best], quality_threshold=0.6))
     assert [s.chunk.chunk_id for s in out.filtered_context.chunks] == ["arxiv-1"]
     (reason,) = out.removal_rationale
     assert reason.reason == "below_threshold" and reason.chunk_id == "web-1"

@@ -15,7 +15,7 @@ import pytest
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts import ContextChunk
 from researchcrew.pipeline.evaluate.disagreement import disagreement
-from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from tests.e2e.support import SpyTool, evidence, offline_settings
 from tests.evaluator.factories import chunk, request
 
@@ -58,7 +58,7 @@ def _pair(first: str, second: str, source_a: str, source_b: str) -> list[Context
 def test_both_sides_of_a_disagreement_survive_dedup(
     kind: str, first: str, second: str, source_a: str, source_b: str
 ) -> None:
-    output = EvaluatorAgent().evaluate(request(_pair(first, second, source_a, source_b), quality_threshold=0.0))
+    output = Evaluator().evaluate(request(_pair(first, second, source_a, source_b), quality_threshold=0.0))
 
     kept = {scored.chunk.chunk_id: scored for scored in output.filtered_context.chunks}
     assert set(kept) == {"a", "b"}, output.removal_rationale
@@ -69,7 +69,7 @@ def test_both_sides_of_a_disagreement_survive_dedup(
 
 @pytest.mark.parametrize(("name", "first", "second"), AGREEING, ids=lambda v: str(v)[:20])
 def test_the_same_claim_in_other_words_or_units_is_still_a_duplicate(name: str, first: str, second: str) -> None:
-    output = EvaluatorAgent().evaluate(request(_pair(first, second, "rag", "web"), quality_threshold=0.0))
+    output = Evaluator().evaluate(request(_pair(first, second, "rag", "web"), quality_threshold=0.0))
 
     kept = {scored.chunk.chunk_id: scored for scored in output.filtered_context.chunks}
     removed = {removal.chunk_id: removal.reason for removal in output.removal_rationale}

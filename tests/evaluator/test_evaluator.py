@@ -1,4 +1,4 @@
-"""EvaluatorAgent end to end without an LLM: threshold filtering, the all-removed guard, statistics, sanity."""
+"""Evaluator end to end without an LLM: threshold filtering, the all-removed guard, statistics, sanity."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from researchcrew.contracts import ContextChunk, EvaluatorInput, EvaluatorOutput
-from researchcrew.pipeline.evaluate.evaluator import BUCKETS, OFFLOAD_CHARS, EvaluatorAgent, bucket_of
+from researchcrew.pipeline.evaluate.evaluator import BUCKETS, OFFLOAD_CHARS, Evaluator, bucket_of
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 from tests.helpers.event_loop import LoopWatch
@@ -33,7 +33,7 @@ def relevance_only(chunks: list[ContextChunk], **fields: Any) -> EvaluatorInput:
 async def test_threshold_filters_with_reasons_and_components() -> None:
     good = chunk("good", TEXTS[0], source_type="arxiv", relevance=0.9)
     weak = chunk("weak", TEXTS[1], source_type="web", relevance=0.2, date=None)
-    out = await EvaluatorAgent().run(request([weak, good], quality_threshold=0.6))
+    out = await Evaluator().run(request([weak, good], quality_threshold=0.6))
     assert [s.chunk.chunk_id for s in out.filtered_context.chunks] == ["good"]
     (reason,) = out.removal_rationale
     assert reason.chunk_id == "weak" and reason.reason == "below_threshold"
@@ -45,13 +45,13 @@ async def test_threshold_filters_with_reasons_and_components() -> None:
 
 
 async def test_score_equal_to_threshold_is_kept() -> None:
-    out = await EvaluatorAgent().run(relevance_only([chunk("a", TEXTS[0], relevance=0.6)], quality_threshold=0.6))
+    out = await Evaluator().run(relevance_only([chunk("a", TEXTS[0], relevance=0.6)], quality_threshold=0.6))
     assert len(out.filtered_context.chunks) == 1
 
 
 async def test_when_everything_is_below_threshold_nothing_is_kept() -> None:
     chunks = [chunk(f"c{i}", TEXTS[i], relevance=r) for i, r in enumerate([0.3, 0.1, 0.5])]
-    out = await EvaluatorAgent().run(relevance_only(chunks, quality_threshold=0.6))
+    out = await Evaluator().run(relevance_only(chunks, quality_threshold=0.6))
     assert out.filtered_context.chunks == []
     assert out.quality_stats.filtered_chunk_count == 0
     assert out.quality_stats.removal_rate == 100.0
@@ -65,7 +65,7 @@ async def test_when_everything_is_below_threshold_nothing_is_kept() -> None:
 async def test_statistics_buckets_over_all_received_chunks() -> None:
     relevances = [0.1, 0.3, 0.5, 0.7, 0.9, 1.0, 0.6, 0.2]
     chunks = [chunk(f"c{i}", TEXTS[i], relevance=r) for i, r in enumerate(relevances)]
-    out = await EvaluatorAgent().run(relevance_only(chunks, quality_threshold=0.6))
+    out = await Evaluator().run(relevance_only(chunks, quality_threshold=0.6))
     stats = out.quality_stats
     assert stats.original_chunk_count == 8 and stats.filtered_chunk_count == 4
     assert stats.removal_rate == 50.0
@@ -84,7 +84,7 @@ def test_bucket_edges(score: float, bucket: str) -> None:
 
 
 async def test_empty_input_gives_empty_output() -> None:
-    out = await EvaluatorAgent().run(request([]))
+    out = await Evaluator().run(request([]))
     assert out.filtered_context.chunks == [] and out.removal_rationale == []
     assert out.quality_stats.original_chunk_count == 0 and out.quality_stats.removal_rate == 0.0
     assert sum(out.quality_stats.quality_distribution.values()) == 0
@@ -97,7 +97,7 @@ async def test_wordless_and_reused_id_chunks_are_removed_with_reasons() -> None:
         chunk("b", "--- *** ---"),
         chunk("a", TEXTS[1]),  # same id, different content: citations could not tell them apart
     ]
-    out = await EvaluatorAgent().run(request(chunks, quality_threshold=0.0))
+    out = await Evaluator().run(request(chunks, quality_threshold=0.0))
     assert [s.chunk.content for s in out.filtered_context.chunks] == [TEXTS[0]]
     reasons = [(r.chunk_id, r.reason) for r in out.removal_rationale]
     assert reasons == [("b", "empty"), ("a", "invalid")]
@@ -107,7 +107,7 @@ async def test_wordless_and_reused_id_chunks_are_removed_with_reasons() -> None:
 
 async def test_output_round_trips_as_json_and_times_itself() -> None:
     chunks = [chunk(f"c{i}", text) for i, text in enumerate(TEXTS)]
-    out = await EvaluatorAgent(EvaluationSettings()).run(request(chunks))
+    out = await Evaluator(EvaluationSettings()).run(request(chunks))
     assert out.execution_time_ms > 0
     assert EvaluatorOutput.model_validate_json(out.model_dump_json()) == out
 
@@ -120,7 +120,7 @@ async def test_large_evidence_is_evaluated_without_freezing_the_event_loop() -> 
     assert sum(len(c.content) for c in chunks) > OFFLOAD_CHARS
     async with LoopWatch(interval_s=0) as watch:
         before = watch.ticks
-        out = await EvaluatorAgent().run(request(chunks, quality_threshold=0.0))
+        out = await Evaluator().run(request(chunks, quality_threshold=0.0))
         ticks = watch.ticks
     assert out.quality_stats.original_chunk_count == 50
     assert ticks - before >= 2

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.contracts import UserPreferences
-from researchcrew.pipeline.evaluate.evaluator import EvaluatorAgent
+from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from researchcrew.pipeline.evaluate.scoring import Scorer, ScoreWeights, quality_score, recency, reputation_table
 from researchcrew.settings import EvaluationSettings, Settings
 from tests.evaluator.factories import HALF_LIFE, NOW, chunk, request
@@ -59,7 +59,7 @@ def test_reputation_precedence_settings_then_user_then_call() -> None:
 
 async def test_overrides_change_the_evaluator_score() -> None:
     item = chunk("a", "text", source_type="web", relevance=0.5, date=NOW)
-    agent = EvaluatorAgent()
+    agent = Evaluator()
     base = (await agent.run(request([item], quality_threshold=0.0))).filtered_context.chunks[0]
     assert base.source_reputation == 0.6
     prefs = UserPreferences(source_reputation={"web": 0.2})

@@ -66,12 +66,24 @@ async def test_reformulation_that_finds_good_evidence_is_answered() -> None:
     assert response.answer_kind == "generated"
 
 
-async def test_insufficient_evidence_gives_uncertainty_at_once() -> None:
+async def test_a_miss_is_searched_again_reworded_and_widened_before_the_uncertainty_answer() -> None:
     retriever = ScriptedRetriever([])
-    response = await run_question(make_stages(retriever), question("What is the airspeed of an unladen swallow?"))
-    assert len(retriever.requests) == 1
+    asked = question("What is the airspeed of an unladen swallow?", tool_options={"rag": {"filters": {"year": 2020}}})
+    response = await run_question(make_stages(retriever), asked)
+    first, second = retriever.requests  # the keyword form; the expanded form adds nothing without evidence
+    assert (first.relaxed, second.relaxed) == (False, True)
+    assert second.query_text == "airspeed unladen swallow"
+    assert first.tool_options == {"rag": {"filters": {"year": 2020}}} and second.tool_options == {"rag": {}}
     assert response.answer_kind == "uncertainty"
     assert response.confidence_level == "insufficient"
+    assert any("widened" in caveat for caveat in response.caveats)
+
+
+async def test_a_miss_without_another_wording_is_still_searched_widened() -> None:
+    retriever = ScriptedRetriever([], [chunk("found", 0.9, "QuickCheck was written by Koen Claessen and John Hughes.")])
+    response = await run_question(make_stages(retriever), question("QuickCheck authors"))
+    assert [r.relaxed for r in retriever.requests] == [False, True]
+    assert response.answer_kind == "generated"
 
 
 async def test_deadline_during_synthesis_gives_partial_extractive_answer() -> None:

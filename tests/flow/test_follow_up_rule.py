@@ -119,6 +119,41 @@ def test_a_question_that_stands_alone_passes_unchanged(question: str) -> None:
         assert result.question == question
 
 
+def chain(*turns: tuple[str, str]) -> SessionSummary:
+    """A session whose earlier turns were each asked as the first and researched as the second of a pair."""
+    recent = [SessionTurn(question=asked, standalone=standalone) for asked, standalone in turns]
+    return SessionSummary(user_id="ada", session_id="s1", turns=len(recent), recent=recent)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "third", "expected"),
+    [
+        (MT, ("What are its limitations?", MT_LIMITS), "And in Python?", MT_LIMITS[:-1] + " in Python?"),
+        (
+            FLAKY,
+            ("How do they affect CI pipelines?", "How do flaky tests affect CI pipelines?"),
+            "And in Android apps?",
+            "How do flaky tests affect CI pipelines in Android apps?",
+        ),
+        # the subject moved on in the second turn: "it" is mutation testing now, not the first turn's subject
+        (
+            MT,
+            ("And mutation testing?", "What is mutation testing?"),
+            "Who invented it?",
+            "Who invented mutation testing?",
+        ),
+    ],
+)
+def test_a_chain_of_follow_ups_resolves_against_the_last_stand_alone_question(
+    first: str, second: tuple[str, str], third: str, expected: str
+) -> None:
+    """Three turns, the second a rewritten follow-up. Resolving the third against the first question, or against
+    the second as asked, gives another question (or none): only the second's stand-alone form gives this one."""
+    result = rule_rewrite(third, chain((first, first), second))
+    assert result.rewritten, result.reason
+    assert (result.question, result.method) == (expected, "rule")
+
+
 def test_nothing_is_rewritten_without_an_earlier_exchange() -> None:
     assert rule_rewrite("What are its limitations?", None).question == "What are its limitations?"
     empty = SessionSummary(user_id="ada", session_id="s1")

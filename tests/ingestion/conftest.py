@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,18 @@ import pytest
 from researchcrew.embedding.embedder import Embedder, SentenceTransformerEmbedder, get_embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.settings import EmbeddingSettings, Settings
+from tests.e2e.support import MODEL_CACHE_DIR
 
 
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One ONNX export per session (the export itself is what some tests check)."""
-    return tmp_path_factory.mktemp("models")
+    """A model cache of this session's own, holding a copy of the machine's int8 export (made once, in the cache
+    the end-to-end tests share: ``MODEL_CACHE_DIR``) instead of exporting again (~20 s, much more under load).
+    The export files themselves are what some tests check; the float export is made here when a test asks."""
+    path = tmp_path_factory.mktemp("models")
+    get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR))  # exports into the shared cache if it is not there
+    shutil.copytree(MODEL_CACHE_DIR / "onnx", path / "onnx", ignore=shutil.ignore_patterns(".*"))
+    return path
 
 
 @pytest.fixture(scope="session")

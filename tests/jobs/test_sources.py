@@ -155,3 +155,21 @@ def test_an_upload_is_parsed_like_a_file_of_its_name() -> None:
     assert (loaded.source, loaded.columns, loaded.questions[0].carried) == ("upload.csv", ["team"], {"team": "qa"})
     with pytest.raises(JobInputError, match=r"upload\.xlsx: questions come from \.txt, \.csv or \.jsonl"):
         parse_questions("upload.xlsx", "x", max_questions=9)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        ("q.txt", "fine\nwhat is\x00 this\n", "line 2: the question contains a NUL character"),
+        ("q.csv", "question,team\nfine,a\nok,b\x00\n", "line 3: a cell contains a NUL character"),
+        ("q.csv", "question,te\x00am\nfine,a\n", "a CSV column name contains a NUL character"),
+        ("q.jsonl", '{"question": "fine"}\n{"question": "x\\u0000"}\n', "line 2: the question contains a NUL"),
+        ("q.jsonl", '{"question": "x\\ud800"}\n', "line 1: the question contains a lone surrogate"),
+        ("q.jsonl", '{"question": "ok", "tool_options": {"web": {"d": "\\u0000"}}}\n', "line 1: tool_options"),
+        ("q.jsonl", '{"question": "ok"}\n{"question": ' + "[" * 50_000 + "]" * 50_000 + "}\n", "line 2: nested"),
+    ],
+)
+def test_what_no_store_can_keep_and_deep_lines_are_bad_lines(name: str, text: str, said: str) -> None:
+    with pytest.raises(JobInputError) as caught:
+        parse_questions(name, text, max_questions=10)
+    assert said in str(caught.value)

@@ -19,9 +19,9 @@ from researchcrew.errors import MemoryStoreError
 from researchcrew.memory.outbox import OutboxWorker, RetryPolicy
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory, zep_session_id
-from researchcrew.pipeline.remember.agent import MemoryAgent
 from researchcrew.pipeline.remember.entities import RuleBasedExtractor, normalize
 from researchcrew.pipeline.remember.preferences import RequestSignals
+from researchcrew.pipeline.remember.writer import MemoryWriter
 from researchcrew.testing.llm import FakeLLM
 from tests.conftest import PROJECT_ROOT
 from tests.loopback.server import LoopbackServer
@@ -67,7 +67,7 @@ async def _hang(*args: Any, **kwargs: Any) -> Any:
 
 
 async def test_a_run_stores_history_entities_relationships_and_preferences(store: MemoryStore) -> None:
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     memory_input = _input("ada", "s1", exchanges.RAG, request={"response_format": "concise"})
 
     output = await agent.run(memory_input)
@@ -90,7 +90,7 @@ async def test_a_run_stores_history_entities_relationships_and_preferences(store
 
 
 async def test_entity_and_relationship_counts_over_four_research_exchanges(store: MemoryStore) -> None:
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     outputs = [await agent.run(_input("ada", "s1", pair, minutes=i)) for i, pair in enumerate(exchanges.ALL.values())]
 
     assert [o.status for o in outputs] == ["success"] * 4
@@ -117,7 +117,7 @@ async def test_entity_and_relationship_counts_over_four_research_exchanges(store
 
 
 async def test_running_the_same_exchange_again_adds_and_counts_nothing_twice(store: MemoryStore) -> None:
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     memory_input = _input("ada", "s1", exchanges.SCIFACT, request={"response_format": "technical"})
     first = await agent.run(memory_input)
     again = await agent.run(memory_input)
@@ -130,7 +130,7 @@ async def test_running_the_same_exchange_again_adds_and_counts_nothing_twice(sto
 
 
 async def test_preferences_change_after_consistent_requests(store: MemoryStore) -> None:
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     ask = {"request": RequestSignals(response_format="concise", exclude_sources=("web",)).as_context()["request"]}
     first = await agent.run(_input("ada", "s1", exchanges.RAG, minutes=0, **ask))
     second = await agent.run(_input("ada", "s2", exchanges.BERT, minutes=1, **ask))
@@ -143,7 +143,7 @@ async def test_preferences_change_after_consistent_requests(store: MemoryStore) 
 
 
 async def test_one_failing_step_makes_the_run_partial_and_the_others_still_happen(store: MemoryStore) -> None:
-    agent = MemoryAgent(Breaking(store, record_entities=_raise))  # type: ignore[arg-type]
+    agent = MemoryWriter(Breaking(store, record_entities=_raise))  # type: ignore[arg-type]
     output = await agent.run(_input("ada", "s1", exchanges.DENSE, request={"response_format": "concise"}))
 
     assert output.status == "partial"
@@ -161,7 +161,7 @@ async def test_a_bug_in_the_extractor_is_reported_not_raised(store: MemoryStore)
         async def extract(self, texts: Any) -> Any:
             raise RuntimeError("regex exploded")
 
-    output = await MemoryAgent(store, extractor=Broken()).run(_input("ada", "s1", exchanges.RAG))
+    output = await MemoryWriter(store, extractor=Broken()).run(_input("ada", "s1", exchanges.RAG))
 
     assert output.status == "partial" and output.conversation_entry_added
     assert output.error_message is not None
@@ -170,11 +170,13 @@ async def test_a_bug_in_the_extractor_is_reported_not_raised(store: MemoryStore)
 
 
 async def test_a_hung_step_is_cut_off_at_the_step_timeout(store: MemoryStore) -> None:
-    agent = MemoryAgent(Breaking(store, update_preferences=_hang), step_timeout_s=0.3)  # type: ignore[arg-type]
+    # The budget applies to every step: it must leave the healthy ones (an embedding, a few writes) room on a loaded
+    # machine, where 0.3 s was once too little for them. The hung step sleeps 60 s; returning well before is the cut.
+    agent = MemoryWriter(Breaking(store, update_preferences=_hang), step_timeout_s=2)  # type: ignore[arg-type]
     started = time.monotonic()
     output = await agent.run(_input("ada", "s1", exchanges.BERT))
-    assert time.monotonic() - started < 5
-    assert output.status == "partial" and output.error_message == "preferences: did not finish within 0.3 s"
+    assert time.monotonic() - started < 40
+    assert output.status == "partial" and output.error_message == "preferences: did not finish within 2 s"
     assert output.entities_added == 12
 
 
@@ -188,7 +190,7 @@ async def test_when_everything_fails_the_status_is_failed_and_nothing_raises(sto
         update_preferences=_raise,
         update_session_summary=_raise,
     )
-    output = await MemoryAgent(broken).run(_input("ada", "s1", exchanges.RAG))  # type: ignore[arg-type]
+    output = await MemoryWriter(broken).run(_input("ada", "s1", exchanges.RAG))  # type: ignore[arg-type]
     assert output.status == "failed" and not output.conversation_entry_added
     assert not output.session_summary_updated
     assert output.error_message is not None and output.error_message.count("database is locked") == 5
@@ -204,7 +206,7 @@ async def test_zep_mirror_writes_are_queued_then_delivered_with_role_types(store
         worker = OutboxWorker(store, zep, policy=RetryPolicy(base_delay_s=0.05, max_delay_s=0.2))
         try:
             fake.mode = "down"  # Zep being down changes nothing for the memory run
-            output = await MemoryAgent(store, zep_outbox=worker).run(_input("ada", "s1", exchanges.RAG))
+            output = await MemoryWriter(store, zep_outbox=worker).run(_input("ada", "s1", exchanges.RAG))
             assert output.status == "success"
             assert (await store.outbox_counts())["pending"] == 1 and server.requests == []
             fake.mode = "up"
@@ -226,7 +228,7 @@ async def test_with_an_llm_typed_relations_are_recorded(store: MemoryStore) -> N
             '"relations": [{"source": "VeriSci", "target": "SciFact", "relation": "evaluated_on"}]}'
         ]
     )
-    output = await MemoryAgent(store, llm=llm).run(_input("ada", "s1", exchanges.SCIFACT))
+    output = await MemoryWriter(store, llm=llm).run(_input("ada", "s1", exchanges.SCIFACT))
 
     assert output.status == "success" and len(llm.calls) == 1
     links = await store.relationships(user_id="ada", entity_name="VeriSci")
@@ -242,12 +244,12 @@ async def test_remembering_in_the_background_returns_at_once_and_finishes_later(
         await asyncio.sleep(0.5)
         return await store.add_exchange(**kwargs)
 
-    agent = MemoryAgent(Breaking(store, add_exchange=slow_add_exchange))  # type: ignore[arg-type]
+    agent = MemoryWriter(Breaking(store, add_exchange=slow_add_exchange))  # type: ignore[arg-type]
     started = time.perf_counter()
     task = agent.remember_in_background(_input("ada", "s1", exchanges.BERT))
     returned_after = time.perf_counter() - started
 
-    assert returned_after < 0.05  # the caller has its answer back long before memory is done
+    assert returned_after < 0.4  # the caller has its answer back before the 0.5 s write is done (margin for load)
     assert not task.done() and agent.pending == 1
     assert await agent.wait_idle(10)
     output = task.result()
@@ -256,7 +258,7 @@ async def test_remembering_in_the_background_returns_at_once_and_finishes_later(
 
 
 async def test_closing_flushes_then_cancels_what_hangs(store: MemoryStore) -> None:
-    agent = MemoryAgent(Breaking(store, add_exchange=_hang), step_timeout_s=120)  # type: ignore[arg-type]
+    agent = MemoryWriter(Breaking(store, add_exchange=_hang), step_timeout_s=120)  # type: ignore[arg-type]
     task = agent.remember_in_background(_input("ada", "s1", exchanges.RAG))
     assert not await agent.wait_idle(0.1)
 
@@ -278,7 +280,7 @@ async def test_a_burst_of_answers_runs_a_few_at_a_time_so_each_keeps_its_step_bu
         finally:
             running -= 1
 
-    agent = MemoryAgent(Breaking(store, add_exchange=tracked_add_exchange), max_background=2)  # type: ignore[arg-type]
+    agent = MemoryWriter(Breaking(store, add_exchange=tracked_add_exchange), max_background=2)  # type: ignore[arg-type]
     tasks = [agent.remember_in_background(_input("ada", "s1", exchanges.RAG, minutes=i)) for i in range(6)]
     assert await agent.wait_idle(30)
     assert peak == 2 and all(t.result().status == "success" for t in tasks)
@@ -286,12 +288,12 @@ async def test_a_burst_of_answers_runs_a_few_at_a_time_so_each_keeps_its_step_bu
 
 _IMPORT_PROBE = """
 import asyncio, json, sys
-from researchcrew.pipeline.remember.agent import MemoryAgent
+from researchcrew.pipeline.remember.writer import MemoryWriter
 from researchcrew.memory.store import MemoryStore
 
 async def main():
     store = await MemoryStore.open(sys.argv[1])
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     await agent.aclose()
     await store.close()
     return agent.zep_outbox

@@ -256,7 +256,7 @@ async def test_stopping_is_prompt_even_while_the_circuit_is_open(
     await asyncio.sleep(0.1)  # the worker is now waiting out the open circuit (2.5–5 s)
     started = time.monotonic()
     await worker.stop(timeout_s=5)
-    assert time.monotonic() - started < 1.0 and not worker.running
+    assert time.monotonic() - started < 2.0 and not worker.running  # not the 2.5-5 s wait; a margin for load
     assert (await outbox_store.outbox_counts())["pending"] == 3
 
 

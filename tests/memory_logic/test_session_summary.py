@@ -26,7 +26,7 @@ from researchcrew.pipeline.follow_up.session import (
     summary_from_history,
     turn_of,
 )
-from researchcrew.pipeline.remember.agent import MemoryAgent
+from researchcrew.pipeline.remember.writer import MemoryWriter
 from tests.memory_logic.conftest import turn
 from tests.memory_store.conftest import Database
 
@@ -88,7 +88,7 @@ def test_topics_keep_the_most_recent_subjects_first_seen_once() -> None:
 
 
 async def test_the_memory_stage_keeps_the_summary_with_the_researched_question(store: MemoryStore) -> None:
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     first = await agent.run(_input("What is metamorphic testing?", "Metamorphic testing checks relations [1]."))
     second = await agent.run(
         _input(
@@ -111,7 +111,7 @@ async def test_the_memory_stage_keeps_the_summary_with_the_researched_question(s
 
 
 async def test_a_refusal_and_a_retried_exchange_do_not_enter_the_summary(store: MemoryStore) -> None:
-    agent = MemoryAgent(store)
+    agent = MemoryWriter(store)
     remembered = _input("What is BM25?", "A ranking function [1].")
     await agent.run(remembered)
     await agent.run(remembered)  # a retry of the same answer
@@ -133,7 +133,7 @@ async def test_the_next_question_waits_until_the_exchange_is_summarised(store: M
             await asyncio.sleep(0.3)
             return await self.inner.update_session_summary(**kwargs)
 
-    agent = MemoryAgent(SlowSummaries(store))  # type: ignore[arg-type]
+    agent = MemoryWriter(SlowSummaries(store))  # type: ignore[arg-type]
     assert await agent.session_settled("ada", "s1", timeout_s=0.01)  # nothing pending
     agent.remember_in_background(_input("What is BM25?", "A ranking function [1]."))
     assert not await agent.session_settled("ada", "s1", timeout_s=0.05)  # still being written

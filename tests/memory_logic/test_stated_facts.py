@@ -90,7 +90,7 @@ def test_a_statement_about_something_else_answers_nothing(said: str, asked: str)
 
 
 def test_a_reply_stored_in_parentheses_is_a_clause_of_its_own() -> None:
-    """A message answering clarifying questions is stored as "<question> (<reply>)" (runtime._as_reply)."""
+    """A message answering clarifying questions is stored as "<question> (<reply>)" (pipeline/conversation.py)."""
     said = statements("my project code is BLUEFALCON-7731 (call me Zed)")
     assert [s.text for s in said] == ["my project code is BLUEFALCON-7731", "call me Zed"]
 

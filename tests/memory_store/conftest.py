@@ -1,12 +1,18 @@
 """Fixtures of the memory-store suite: every test runs on SQLite *and* PostgreSQL.
 
-``store_url`` is parametrized: a SQLite file in ``tmp_path``, and a fresh PostgreSQL database on 127.0.0.1:5432
-(created from the server's ``test`` database, dropped after the test). The PostgreSQL half is marked
-``postgres`` and skips with the reason when the server is not there (fails under ``CI=true``).
+``database`` is parametrized: a SQLite file in ``tmp_path``, and a fresh PostgreSQL database on the test server
+(``tests.helpers.services``; dropped after the test). The PostgreSQL half is marked ``postgres`` and skips with the
+reason when the server is not there (fails under ``CI=true``).
+
+A test that opens a store through a fixture (``store``, ``outbox_store``) gets its database already migrated: a copy
+of a template migrated once per session (tests/conftest.py), on PostgreSQL and SQLite alike — the store would
+migrate it to the same head revision first thing, and copying is faster. Any other test (the migration tests) gets
+an empty one.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,6 +29,8 @@ from researchcrew.settings import EmbeddingSettings
 from tests.helpers.services import fresh_postgres_database, pg_admin
 
 _pg_admin = pg_admin  # the name the memory-store tests use
+# Fixtures that open a MemoryStore on ``database`` at once: with one of them, the database may start migrated.
+_STORE_FIXTURES = frozenset({"store", "outbox_store"})
 
 
 @dataclass
@@ -45,11 +53,16 @@ class Database:
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    migrated = not _STORE_FIXTURES.isdisjoint(request.fixturenames)
     if request.param == "sqlite":
         path = tmp_path / "store" / "memory.db"
+        if migrated:
+            path.parent.mkdir(parents=True)
+            shutil.copyfile(request.getfixturevalue("migrated_sqlite_file"), path)
         yield Database(url=f"sqlite+aiosqlite:///{path}", backend="sqlite", path=path)
         return
-    with fresh_postgres_database("rc_memtest") as url:
+    template = request.getfixturevalue("migrated_postgres_template") if migrated else None
+    with fresh_postgres_database("rc_memtest", template=template) as url:
         yield Database(url=url, backend="postgresql")
 
 

@@ -155,7 +155,7 @@ async def test_the_same_checks_apply_to_a_file_sent_in_json_and_to_odd_uploads(
     assert "'file'" in assert_problem(no_file, 422)["detail"]
     form = {"file": ("q.txt", b"What?", "text/plain")}
     bad_options = await client.post("/v1/jobs/upload?name=x", headers=ada, data={"options": "{"}, files=form)
-    assert "options: not JSON" in assert_problem(bad_options, 422)["detail"]
+    assert "options: not valid JSON" in assert_problem(bad_options, 422)["detail"]
     unknown_option = await client.post(
         "/v1/jobs/upload?name=x", headers=ada, data={"options": '{"colour": 1}'}, files=form
     )

@@ -151,13 +151,16 @@ def test_a_memory_citation_says_which_conversation_instead_of_a_knowledge_base_l
     assert (citation.location, citation.source_id) == ("earlier in this conversation", "effad49f0c1e4b7a")
 
 
-def test_citations_of_two_passages_of_one_document_are_told_apart() -> None:
+def test_two_passages_of_one_document_are_one_citation_that_names_both() -> None:
     first, second = evidence(2)
     for item, position in ((first, 0), (second, 1)):
         item.chunk.title, item.chunk.url = "One paper", "http://arxiv.org/abs/2101.00001"
         item.chunk.metadata.update({"heading": None, "position": position, "chunk_count": 2})
     result = validate_draft(draft(("First claim.", [1]), ("Second claim.", [2])), [first, second])
-    assert [citation.location for citation in result.citations] == ["passage 1 of 2", "passage 2 of 2"]
+    [citation] = result.citations  # one source, one citation (issue 20)
+    assert citation.location == "passages 1 and 2 of 2"
+    assert [p.location for p in citation.passages] == ["passage 1 of 2", "passage 2 of 2"]
+    assert [claim.citations for claim in result.sections[0].claims] == [[1], [1]]
 
 
 def test_trimming_cuts_at_claim_boundaries_and_keeps_perspectives_longest() -> None:

@@ -13,11 +13,11 @@ from researchcrew.contracts.evaluator import ScoredChunk
 from researchcrew.pipeline.synthesize.citations import find_markers
 from researchcrew.pipeline.synthesize.extractive import (
     ExtractiveSynthesizer,
-    asks_about_the_conversation,
     quotable_sentences,
 )
-from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
+from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
 from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE
+from researchcrew.text.questions import asks_about_the_conversation
 from tests.conftest import PROJECT_ROOT
 from tests.synthesizer.builders import contradiction, evidence, request, scored
 
@@ -196,11 +196,11 @@ def test_without_an_llm_crewai_is_never_imported_and_nothing_is_sent() -> None:
             raise AssertionError("a socket was opened")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
+        from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
         from researchcrew.llm import build_llm
         from researchcrew.settings import LLMSettings
         from tests.synthesizer.builders import request
-        agent = SynthesizerAgent(build_llm(LLMSettings()))
+        agent = Synthesizer(build_llm(LLMSettings()))
         output = asyncio.run(agent.run(request()))
         assert output.final_response.answer_kind == "extractive", output
         print("crewai" in sys.modules, any(m.startswith("openai") for m in sys.modules))
@@ -214,6 +214,6 @@ def test_without_an_llm_crewai_is_never_imported_and_nothing_is_sent() -> None:
 
 
 async def test_synthesizer_agent_without_llm_answers_extractively() -> None:
-    output = await SynthesizerAgent(None).run(request())
+    output = await Synthesizer(None).run(request())
     assert output.final_response.answer_kind == "extractive"
     assert re.search(r"\[\d+\]", output.final_response.answer)

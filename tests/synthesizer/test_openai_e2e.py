@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from researchcrew.contracts.synthesizer import SynthesizerOutput
 from researchcrew.llm import build_llm
-from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
+from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
 from researchcrew.settings import LLMSettings
 from tests.loopback.openai import OpenAIChatService, Scripted, error_reply, openai_server
 from tests.loopback.server import LoopbackServer, Reply, closed_port
@@ -50,7 +50,7 @@ def served() -> Iterator[Any]:
 
 async def answer(base_url: str, **overrides: Any) -> SynthesizerOutput:
     llm = build_llm(settings_for(base_url, **overrides))
-    return await SynthesizerAgent(llm, timeout_s=overrides.pop("agent_timeout_s", 20.0)).run(request(evidence(3)))
+    return await Synthesizer(llm, timeout_s=overrides.pop("agent_timeout_s", 20.0)).run(request(evidence(3)))
 
 
 async def test_request_body_and_validated_answer(served: Any) -> None:
@@ -108,7 +108,7 @@ async def test_an_unreadable_reply_gets_one_repair_request(served: Any) -> None:
 async def test_without_structured_output_no_response_format_is_sent(served: Any) -> None:
     server, service = served([GOOD_REPLY])
     llm = build_llm(settings_for(f"{server.url}/v1", structured_output=False))
-    output = await SynthesizerAgent(llm, structured_output=False).run(request(evidence(3)))
+    output = await Synthesizer(llm, structured_output=False).run(request(evidence(3)))
     assert output.final_response.answer_kind == "generated"
     assert "response_format" not in service.bodies[0]
 

@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 from researchcrew.llm.fence import fence_safe
-from researchcrew.pipeline.synthesize.llm_writer import SynthesizerAgent
+from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
 from researchcrew.testing.llm import FakeLLM, LLMCall
 from tests.synthesizer.builders import GOOD_REPLY, PASSAGES, contradiction, evidence, request, scored
 
@@ -34,7 +34,7 @@ def poisoned_evidence(closer: str) -> list:  # type: ignore[type-arg]
 
 async def prompt_for(chunks: list, **kwargs: object) -> LLMCall:  # type: ignore[type-arg]
     llm = FakeLLM([GOOD_REPLY])
-    output = await SynthesizerAgent(llm).run(request(chunks, **kwargs))  # type: ignore[arg-type]
+    output = await Synthesizer(llm).run(request(chunks, **kwargs))  # type: ignore[arg-type]
     assert output.final_response.answer_kind == "generated"
     assert len(llm.calls) == 1
     return llm.calls[0]

@@ -26,7 +26,7 @@ from researchcrew.contracts import RetrieverInput, RetrieverOutput, SourceReport
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.memory.records import RecalledExchange
 from researchcrew.memory.store import MemoryStore
-from researchcrew.pipeline.retrieve import RetrieverAgent
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.settings import Settings
 from researchcrew.testing import FakeTool
 from researchcrew.tools.memory_recall import MemoryTool
@@ -107,7 +107,7 @@ async def test_memory_recall_blocked_past_its_timeout_is_abandoned_and_starves_n
     embedder = BlockingEmbedder(release)
     store = await MemoryStore.open(f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}", embedder=embedder)
     try:
-        retriever = RetrieverAgent([MemoryTool(store), FakeTool("rag")])
+        retriever = Retriever([MemoryTool(store), FakeTool("rag")])
         with caplog.at_level(logging.DEBUG):
             for _ in range(10):
                 output = await retriever.run(request(timeout_per_source=0.2))
@@ -131,7 +131,7 @@ async def test_knowledge_base_search_blocked_past_its_timeout_is_abandoned_and_s
 ) -> None:
     knowledge_base = BlockingKnowledgeBase(Settings(data_dir=tmp_path), release)
     try:
-        retriever = RetrieverAgent([RAGTool(knowledge_base), FakeTool("web")])
+        retriever = Retriever([RAGTool(knowledge_base), FakeTool("web")])
         for _ in range(10):
             output = await retriever.run(request(timeout_per_source=0.2))
             assert report(output, "rag").error_kind == "timeout"
@@ -171,7 +171,7 @@ async def test_a_recall_whose_cleanup_is_slow_still_ends_at_its_timeout_and_logs
     tool's own timeout waited for the recall to unwind. It no longer does."""
     recall = SlowCleanupRecall(release, close_s=3.0)
     with caplog.at_level(logging.DEBUG):
-        output = await RetrieverAgent([MemoryTool(recall), FakeTool("rag")]).run(request(timeout_per_source=1.0))
+        output = await Retriever([MemoryTool(recall), FakeTool("rag")]).run(request(timeout_per_source=1.0))
     memory = report(output, "memory")
     assert memory.error_kind == "timeout"
     assert memory.error_message == "memory_recall did not answer within 1 s"
@@ -202,7 +202,7 @@ async def test_a_source_started_late_still_times_out_on_its_own_at_the_deadline(
     hog = LoopHoggingTool("rag", hog_s=0.3)
     hung = FakeTool("arxiv", hang=True)
     with caplog.at_level(logging.WARNING):
-        output = await RetrieverAgent([hog, hung]).run(request(timeout_per_source=0.5))
+        output = await Retriever([hog, hung]).run(request(timeout_per_source=0.5))
     arxiv = report(output, "arxiv")
     assert arxiv.error_kind == "timeout"
     assert arxiv.error_message == "arxiv_fake did not answer within 0.5 s"  # the configured timeout is reported

@@ -39,7 +39,7 @@ PUBLIC_API = [
     "ResearchCrewError",
     "ResearchRequest",
     "ResponseOptions",
-    "RetrieverAgent",
+    "Retriever",
     "RetrieverInput",
     "RetrieverOutput",
     "Runtime",
@@ -79,9 +79,9 @@ def test_reexports_are_the_same_objects_as_their_home_modules() -> None:
         if name in PUBLIC_API:
             assert getattr(researchcrew, name) is getattr(contracts, name)
     assert researchcrew.ToolError is errors.ToolError
-    from researchcrew.pipeline.retrieve import RetrieverAgent
+    from researchcrew.pipeline.retrieve import Retriever
 
-    assert researchcrew.RetrieverAgent is RetrieverAgent
+    assert researchcrew.Retriever is Retriever
     from researchcrew.jobs.api import Jobs
 
     assert researchcrew.Jobs is Jobs
@@ -101,3 +101,32 @@ def test_importing_the_package_stays_cheap() -> None:
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(completed.stdout) == []
+
+
+DEEP_OPERATIONS = [
+    "research",
+    "get_research_run",
+    "answer_clarification",
+    "decide_plan",
+    "resume_research",
+    "cancel_research",
+]
+
+
+def test_each_deep_research_operation_has_one_name_at_every_door() -> None:
+    # The SDK, the runner the CLI uses, and the HTTP handlers (their paths stay /v1/deep-runs/...) say the same.
+    from fastapi.routing import APIRoute
+
+    from researchcrew.deep.runner import DeepResearch
+    from researchcrew.service.routes import deep_runs
+
+    for name in DEEP_OPERATIONS:
+        assert callable(getattr(researchcrew.ResearchAssistant, name)), name
+        assert callable(getattr(DeepResearch, name)), name
+    handlers = {route.endpoint.__name__ for route in deep_runs.router.routes if isinstance(route, APIRoute)}
+    assert handlers == set(DEEP_OPERATIONS) - {"research"}  # a run starts as a session message with mode "deep"
+    for retired in ("deep_run", "deep_research"):
+        assert not hasattr(researchcrew.ResearchAssistant, retired), retired
+    for retired in ("start", "get", "resume", "stream", "stream_resume", "cancel", "awaiting_clarification"):
+        assert not hasattr(DeepResearch, retired), retired
+    assert not [name for name in dir(researchcrew.Runtime) if name.endswith("deep_run")]  # no shortcuts left

@@ -11,7 +11,7 @@ import pytest
 
 from researchcrew.blocking import ABANDONED
 from researchcrew.contracts import ContextChunk, RetrieverInput, RetrieverOutput
-from researchcrew.pipeline.retrieve import RetrieverAgent
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.settings import RetrievalSettings
 from researchcrew.testing import FakeTool
 from researchcrew.testing import fake_chunk as make_chunk
@@ -49,7 +49,7 @@ def report(output: RetrieverOutput, tool_name: str) -> Any:
 
 async def test_every_source_answers_success_with_attribution_and_arguments() -> None:
     tools = [FakeTool("rag"), FakeTool("web"), FakeTool("arxiv"), FakeTool("memory")]
-    output = await RetrieverAgent(tools).run(
+    output = await Retriever(tools).run(
         request(num_results=3, tool_options={"web": {"domains": ["arxiv.org"]}, "memory": {"num_results": 1}})
     )
 
@@ -75,7 +75,7 @@ async def test_every_source_answers_success_with_attribution_and_arguments() -> 
 
 
 async def test_a_source_with_no_results_has_answered() -> None:
-    output = await RetrieverAgent([FakeTool("rag", count=0), FakeTool("web")]).run(request())
+    output = await Retriever([FakeTool("rag", count=0), FakeTool("web")]).run(request())
     assert output.retrieval_status == "success"
     assert output.sources_used == ["rag", "web"]
     assert report(output, "rag_fake").status == "empty"
@@ -88,7 +88,7 @@ async def test_some_sources_fail_partial_with_reasons() -> None:
         FailingTool("web", "not_configured", "no API key: set FIRECRAWL_API_KEY"),
         FailingTool("arxiv", "http_error", "arXiv answered 503"),
     ]
-    output = await RetrieverAgent(tools).run(request())
+    output = await Retriever(tools).run(request())
 
     assert output.retrieval_status == "partial"
     assert output.sources_used == ["rag"]
@@ -107,7 +107,7 @@ async def test_some_sources_fail_partial_with_reasons() -> None:
 
 async def test_no_source_answers_failed() -> None:
     tools = [FailingTool("web", "unreachable", "connection refused"), BuggyTool("rag")]
-    output = await RetrieverAgent(tools).run(request())
+    output = await Retriever(tools).run(request())
     assert output.retrieval_status == "failed"
     assert output.sources_used == []
     assert output.sources_failed == ["web", "rag"]
@@ -117,7 +117,7 @@ async def test_no_source_answers_failed() -> None:
 
 
 async def test_no_tools_is_failed_with_a_clear_message() -> None:
-    output = await RetrieverAgent([]).run(request())
+    output = await Retriever([]).run(request())
     assert output.retrieval_status == "failed"
     assert output.error_message == "no source was selected: the Retriever has no tools"
     assert output.aggregated_context.source_reports == []
@@ -125,7 +125,7 @@ async def test_no_tools_is_failed_with_a_clear_message() -> None:
 
 async def test_every_source_excluded_is_failed_and_nothing_is_called() -> None:
     tools = [FakeTool("rag"), FakeTool("web")]
-    output = await RetrieverAgent(tools).run(request(exclude_sources=["web", "rag"]))
+    output = await Retriever(tools).run(request(exclude_sources=["web", "rag"]))
     assert output.retrieval_status == "failed"
     assert output.error_message is not None
     assert "excluded" in output.error_message
@@ -136,7 +136,7 @@ async def test_every_source_excluded_is_failed_and_nothing_is_called() -> None:
 
 async def test_excluded_sources_are_never_called_and_status_counts_only_the_selected() -> None:
     tools = [FakeTool("rag"), HangingTool("web"), FakeTool("arxiv"), FakeTool("memory")]
-    output = await RetrieverAgent(tools).run(request(exclude_sources=["web", "memory"], timeout_per_source=5))
+    output = await Retriever(tools).run(request(exclude_sources=["web", "memory"], timeout_per_source=5))
 
     assert [t.started for t in tools] == [1, 0, 1, 0]
     assert output.retrieval_status == "success"  # both selected sources answered
@@ -160,7 +160,7 @@ async def test_preferred_sources_come_first_in_preference_order_then_tool_order(
     ]
     # Finishing order must not matter: the preferred memory tool is the slowest.
     tools[3].delay_s = 0.05
-    output = await RetrieverAgent(tools).run(request(preferred_sources=["memory", "arxiv"]))
+    output = await Retriever(tools).run(request(preferred_sources=["memory", "arxiv"]))
 
     ids = [c.chunk_id for c in output.aggregated_context.chunks]
     assert ids == ["memory-0", "arxiv-0", "arxiv-1", "rag-0", "rag-1", "web-0", "web-1", "web-2"]
@@ -171,14 +171,14 @@ async def test_preferred_sources_come_first_in_preference_order_then_tool_order(
 async def test_without_preferences_chunks_follow_tool_order_and_each_tools_own_order() -> None:
     web_chunks = [make_chunk("web", n, semantic_relevance=r) for n, r in ((7, 0.2), (3, 0.9), (5, 0.5))]
     tools = [FakeTool("web", chunks=web_chunks, delay_s=0.03), FakeTool("rag")]
-    output = await RetrieverAgent(tools).run(request())
+    output = await Retriever(tools).run(request())
     assert [c.chunk_id for c in output.aggregated_context.chunks] == ["web-7", "web-3", "web-5", "rag-0", "rag-1"]
 
 
 async def test_two_tools_of_one_source_type_are_both_reported() -> None:
     kb_a = FakeTool("rag", name="kb_papers", chunks=[make_chunk("rag", 1, chunk_id="p-1")])
     kb_b = FailingTool("rag", "unreachable", "Milvus is down", name="kb_notes")
-    output = await RetrieverAgent([kb_a, kb_b]).run(request())
+    output = await Retriever([kb_a, kb_b]).run(request())
 
     assert [r.tool_name for r in output.aggregated_context.source_reports] == ["kb_papers", "kb_notes"]
     assert output.retrieval_status == "partial"
@@ -195,13 +195,13 @@ async def test_chunk_ids_stay_unique_across_tools() -> None:
         FakeTool("rag", name="kb_b", chunks=[same]),
         FakeTool("rag", name="kb_c", chunks=[different]),
     ]
-    output = await RetrieverAgent(tools).run(request())
+    output = await Retriever(tools).run(request())
     chunks = output.aggregated_context.chunks
     assert [(c.chunk_id, c.content) for c in chunks] == [("doc-1", "identical text"), ("doc-1@kb_c", "another passage")]
 
 
 async def test_chunks_without_tool_name_are_stamped_with_the_producing_tool() -> None:
-    output = await RetrieverAgent([FakeTool("web", name="web_search")]).run(request())
+    output = await Retriever([FakeTool("web", name="web_search")]).run(request())
     assert {c.tool_name for c in output.aggregated_context.chunks} == {"web_search"}
 
 
@@ -212,14 +212,14 @@ async def test_all_selected_tools_run_concurrently() -> None:
     barrier = asyncio.Barrier(4)
     tools = [BarrierTool(source, barrier) for source in ("rag", "web", "arxiv", "memory")]
     # Run one at a time, no tool could pass the barrier and all four would time out.
-    output = await RetrieverAgent(tools).run(request(timeout_per_source=5))
+    output = await Retriever(tools).run(request(timeout_per_source=5))
     assert output.retrieval_status == "success"
 
 
 async def test_a_hung_tool_is_cut_off_near_its_timeout_and_the_others_are_kept() -> None:
     tools = [FakeTool("rag"), HangingTool("web"), FakeTool("arxiv", delay_s=0.1)]
     started = time.perf_counter()
-    output = await RetrieverAgent(tools).run(request(timeout_per_source=1.0))
+    output = await Retriever(tools).run(request(timeout_per_source=1.0))
     wall = time.perf_counter() - started
 
     assert wall < 2.0  # functional bound with a generous margin; the benchmark measures the real number
@@ -237,7 +237,7 @@ async def test_a_hung_tool_is_cut_off_near_its_timeout_and_the_others_are_kept()
 async def test_a_tool_that_ignores_timeout_is_cut_off_by_the_retriever() -> None:
     tools = [IgnoresTimeoutTool("web"), FakeTool("rag")]
     started = time.perf_counter()
-    output = await RetrieverAgent(tools).run(request(timeout_per_source=0.3))
+    output = await Retriever(tools).run(request(timeout_per_source=0.3))
     assert time.perf_counter() - started < 1.5
     assert report(output, "web_fake").error_kind == "timeout"
     assert tools[0].cancelled
@@ -245,14 +245,14 @@ async def test_a_tool_that_ignores_timeout_is_cut_off_by_the_retriever() -> None
 
 
 async def test_a_tool_that_swallows_cancellation_is_abandoned_not_awaited(caplog: pytest.LogCaptureFixture) -> None:
-    stubborn = StubbornTool("web", linger_s=0.5)
+    stubborn = StubbornTool("web", linger_s=3)
     abandoned_before = ABANDONED.count
     started = time.perf_counter()
     with caplog.at_level(logging.DEBUG):
-        output = await RetrieverAgent([stubborn, FakeTool("rag")]).run(request(timeout_per_source=0.2))
+        output = await Retriever([stubborn, FakeTool("rag")]).run(request(timeout_per_source=0.2))
     elapsed = time.perf_counter() - started
 
-    assert elapsed < 0.6  # it did not wait out the 0.5 s linger after the 0.2 s budget
+    assert elapsed < 2.0  # it did not wait out the 3 s linger after the 0.2 s budget (a margin for a loaded machine)
     web = report(output, "web_fake")
     assert web.error_kind == "timeout"
     assert web.error_message == "web_fake did not answer within 0.2 s"
@@ -261,14 +261,14 @@ async def test_a_tool_that_swallows_cancellation_is_abandoned_not_awaited(caplog
     # Expected under load: told at INFO with a counter, never as an ERROR a user must read.
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert any("did not stop when cancelled" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records)
-    await asyncio.wait_for(stubborn.finished.wait(), timeout=2)
+    await asyncio.wait_for(stubborn.finished.wait(), timeout=30)
     await asyncio.sleep(0)  # let the done-callback run
     assert not ABANDONED
 
 
 async def test_a_tool_raising_out_of_search_is_internal_error_with_traceback(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger="researchcrew.pipeline.retrieve")
-    output = await RetrieverAgent([RaisingSearchTool("arxiv"), FakeTool("rag")]).run(request())
+    output = await Retriever([RaisingSearchTool("arxiv"), FakeTool("rag")]).run(request())
 
     arxiv = report(output, "arxiv_fake")
     assert arxiv.error_kind == "internal_error"
@@ -282,7 +282,7 @@ async def test_a_tool_raising_out_of_search_is_internal_error_with_traceback(cap
 
 
 async def test_a_tool_cancelling_itself_is_reported_and_does_not_cancel_the_run() -> None:
-    output = await RetrieverAgent([SelfCancellingTool("memory"), FakeTool("rag")]).run(request())
+    output = await Retriever([SelfCancellingTool("memory"), FakeTool("rag")]).run(request())
     memory = report(output, "memory_fake")
     assert memory.error_kind == "internal_error"
     assert memory.error_message == "memory_fake was cancelled before it answered"
@@ -317,7 +317,7 @@ async def test_a_tool_cancelling_itself_is_reported_and_does_not_cancel_the_run(
     ],
 )
 async def test_garbage_from_a_tool_is_bad_response(payload: Any, expected: str) -> None:
-    output = await RetrieverAgent([GarbageTool("web", payload), FakeTool("rag")]).run(request())
+    output = await Retriever([GarbageTool("web", payload), FakeTool("rag")]).run(request())
     web = report(output, "web_fake")
     assert web.error_kind == "bad_response"
     assert expected in (web.error_message or "")
@@ -330,7 +330,7 @@ async def test_garbage_chunks_from_search_are_bad_response_via_the_base_class() 
         async def _behave(self) -> None:
             self.chunks = [{"content": "not a chunk"}]  # type: ignore[list-item]
 
-    output = await RetrieverAgent([DictTool("arxiv")]).run(request())
+    output = await Retriever([DictTool("arxiv")]).run(request())
     assert report(output, "arxiv_fake").error_kind == "bad_response"
     assert output.retrieval_status == "failed"
 
@@ -344,7 +344,7 @@ async def test_a_reported_failure_inside_a_tool_result_is_honoured() -> None:
         chunks=[make_chunk("web", 1)],
         failure=SourceFailure(kind="http_error", message="429 Too Many Requests", status_code=429),
     )
-    output = await RetrieverAgent([GarbageTool("web", result)]).run(request())
+    output = await Retriever([GarbageTool("web", result)]).run(request())
     web = report(output, "web_fake")
     assert (web.status, web.error_kind, web.chunk_count) == ("failed", "http_error", 0)
     assert web.failure is not None
@@ -354,7 +354,7 @@ async def test_a_reported_failure_inside_a_tool_result_is_honoured() -> None:
 
 async def test_an_option_the_tool_does_not_take_is_invalid_request_for_that_tool_only() -> None:
     tools = [StrictTool("web"), FakeTool("arxiv")]
-    output = await RetrieverAgent(tools).run(
+    output = await Retriever(tools).run(
         request(tool_options={"web": {"domains": ["example.org"]}, "arxiv": {"sort_by": "date"}})
     )
     web = report(output, "web_fake")
@@ -367,7 +367,7 @@ async def test_an_option_the_tool_does_not_take_is_invalid_request_for_that_tool
 
 async def test_tool_options_may_not_override_the_timeout() -> None:
     tool = FakeTool("web")
-    output = await RetrieverAgent([tool]).run(request(tool_options={"web": {"timeout": 100}}))
+    output = await Retriever([tool]).run(request(tool_options={"web": {"timeout": 100}}))
     assert report(output, "web_fake").error_kind == "invalid_request"
     assert tool.started == 0
 
@@ -378,7 +378,7 @@ async def test_tool_options_may_not_override_the_timeout() -> None:
 async def test_cancelling_the_run_cancels_every_tool_task() -> None:
     tools = [HangingTool("rag"), HangingTool("web"), FakeTool("arxiv", delay_s=30)]
     before = asyncio.all_tasks()
-    run = asyncio.create_task(RetrieverAgent(tools).run(request(timeout_per_source=60)))
+    run = asyncio.create_task(Retriever(tools).run(request(timeout_per_source=60)))
     await asyncio.sleep(0.05)
     assert all(t.started == 1 for t in tools)
     run.cancel()
@@ -394,7 +394,7 @@ async def test_an_outer_deadline_cancels_the_fan_out_cleanly() -> None:
     before = asyncio.all_tasks()
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.1):
-            await RetrieverAgent(tools).run(request(timeout_per_source=60))
+            await Retriever(tools).run(request(timeout_per_source=60))
     assert all(t.cancelled for t in tools)
     assert asyncio.all_tasks() - before == set()
 
@@ -404,14 +404,12 @@ async def test_settings_give_the_defaults_and_an_explicit_request_wins() -> None
     hanging = HangingTool("web")
     fake = FakeTool("rag")
     started = time.perf_counter()
-    output = await RetrieverAgent([hanging, fake], settings=settings).run(request())
+    output = await Retriever([hanging, fake], settings=settings).run(request())
     assert time.perf_counter() - started < 1.0  # the settings' 0.2 s, not the input's default 7 s
     assert report(output, "web_fake").error_message == "web_fake did not answer within 0.2 s"
     assert fake.calls[0][1]["num_results"] == 9
 
-    output = await RetrieverAgent([hanging, fake], settings=settings).run(
-        request(timeout_per_source=0.1, num_results=2)
-    )
+    output = await Retriever([hanging, fake], settings=settings).run(request(timeout_per_source=0.1, num_results=2))
     assert report(output, "web_fake").error_message == "web_fake did not answer within 0.1 s"
     assert fake.calls[1][1]["num_results"] == 2
 
@@ -421,7 +419,7 @@ async def test_each_source_has_one_timeout_its_own_else_the_default_and_the_run_
     own = HangingTool("web")
     own.timeout_s = 0.1  # e.g. firecrawl.timeout_s
     shared = HangingTool("arxiv")  # no timeout of its own: retrieval.timeout_per_source_s
-    retriever = RetrieverAgent([own, shared], settings=settings)
+    retriever = Retriever([own, shared], settings=settings)
 
     output = await retriever.run(request())
     assert report(output, "web_fake").error_message == "web_fake did not answer within 0.1 s"
@@ -449,7 +447,7 @@ async def test_chunks_are_validated_once_on_their_way_out_of_a_tool(monkeypatch:
         return original(value, *args, **kwargs)
 
     monkeypatch.setattr(ContextChunk, "model_validate", counting)
-    output = await RetrieverAgent([FakeTool("rag", count=3)]).run(request())
+    output = await Retriever([FakeTool("rag", count=3)]).run(request())
     assert len(output.aggregated_context.chunks) == 3
     assert len(validations) == 3  # by Tool.search, once each; the Retriever trusts what Tool.search checked
 
@@ -460,12 +458,12 @@ async def test_chunks_are_validated_once_on_their_way_out_of_a_tool(monkeypatch:
             return ToolResult(tool_name=self.name, source_type=self.source_type, chunks=chunks)
 
     validations.clear()
-    output = await RetrieverAgent([OwnSearch("web")]).run(request())
+    output = await Retriever([OwnSearch("web")]).run(request())
     assert validations == ["own-1"]
 
 
 def test_constructor_rejects_what_is_not_a_usable_tool() -> None:
     with pytest.raises(TypeError, match=r"tools\[1\] is a str"):
-        RetrieverAgent([FakeTool("rag"), "web"])  # type: ignore[list-item]
+        Retriever([FakeTool("rag"), "web"])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="lower-case `source_type`"):
-        RetrieverAgent([FakeTool("Web Search", count=0)])
+        Retriever([FakeTool("Web Search", count=0)])

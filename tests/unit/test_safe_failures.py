@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from researchcrew.contracts.chunks import SourceFailure
 from researchcrew.contracts.retriever import RetrieverInput
 from researchcrew.errors import ToolError
-from researchcrew.pipeline.retrieve import RetrieverAgent
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.redaction import mask_url, redact
 from tests.unit.fake_tools import FakeTool
 
@@ -63,7 +63,7 @@ async def test_the_retriever_reports_an_odd_tool_error_raised_out_of_search() ->
         async def search(self, query: str, *, timeout: float | None = None, **kwargs: Any) -> Any:  # noqa: ASYNC109
             raise ToolError("quota", "over quota", status_code=99)  # type: ignore[arg-type]
 
-    output = await RetrieverAgent([RaisesOutOfSearch("web"), FakeTool("rag")]).run(
+    output = await Retriever([RaisesOutOfSearch("web"), FakeTool("rag")]).run(
         RetrieverInput(query_text="q", user_id="u", session_id="s")
     )
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from researchcrew.cli import cli
 from researchcrew.cli.status import BUILTIN_TOOL_NAMES
 from researchcrew.contracts import RetrieverInput, SourceFailure
-from researchcrew.pipeline.retrieve import RetrieverAgent
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.settings import SourceHealthSettings
 from researchcrew.testing import FakeTool
 from researchcrew.tools.health import SourceHealth
@@ -109,7 +109,7 @@ async def test_the_retriever_skips_a_source_backing_off_and_calls_it_again_later
     clock = Clock()
     arxiv = FakeTool("arxiv", name="academic_search", fail_with=("unreachable", "cannot reach arXiv"))
     rag = FakeTool("rag")
-    retriever = RetrieverAgent([rag, arxiv], health=SourceHealth(SETTINGS, clock=clock))
+    retriever = Retriever([rag, arxiv], health=SourceHealth(SETTINGS, clock=clock))
 
     first = await retriever.run(request())
     assert first.aggregated_context.report_for("arxiv").status == "failed"  # type: ignore[union-attr]
@@ -132,7 +132,7 @@ async def test_the_retriever_skips_a_source_backing_off_and_calls_it_again_later
 async def test_every_source_backing_off_is_a_failed_retrieval() -> None:
     clock = Clock()
     down = FakeTool("arxiv", name="academic_search", fail_with=("timeout", "no answer"))
-    retriever = RetrieverAgent([down], health=SourceHealth(SETTINGS, clock=clock))
+    retriever = Retriever([down], health=SourceHealth(SETTINGS, clock=clock))
     await retriever.run(request())
     output = await retriever.run(request())
     assert output.retrieval_status == "failed" and down.started == 1
@@ -244,7 +244,7 @@ class PacedTool(FakeTool):
 
 async def test_a_timeout_the_tool_says_was_its_own_queue_does_not_back_the_source_off() -> None:
     paced = PacedTool("arxiv", name="academic_search", fail_with=("timeout", "waited for its turn"))
-    retriever = RetrieverAgent([paced], health=SourceHealth(SETTINGS, clock=Clock()))
+    retriever = Retriever([paced], health=SourceHealth(SETTINGS, clock=Clock()))
     await retriever.run(request())
     await retriever.run(request())
     assert paced.started == 2  # tried again: a queue of our own says nothing about arXiv

@@ -21,6 +21,7 @@ from researchcrew.knowledge.loaders.html import load_html
 from researchcrew.knowledge.loaders.jsonl import FieldMapError, load_jsonl, parse_field_map
 from researchcrew.knowledge.loaders.markdown import load_markdown, load_text
 from researchcrew.knowledge.loaders.pdf import load_pdf
+from researchcrew.text.json_input import read_json
 
 __all__ = [
     "FORMATS",
@@ -185,10 +186,8 @@ def format_of(path: Path) -> str | None:
     if stripped.startswith((b"<!doctype html", b"<html")):
         return "html"
     if stripped.startswith(b"{") and b"\n" in head:
-        import json
-
         try:
-            return "jsonl" if isinstance(json.loads(head.split(b"\n", 1)[0]), dict) else None
+            return "jsonl" if isinstance(read_json(head.split(b"\n", 1)[0]), dict) else None
         except ValueError:
             return None
     return None

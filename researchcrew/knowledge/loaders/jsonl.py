@@ -18,6 +18,7 @@ from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.loaders.base import IngestIssue, LoadResult, decode_text, file_key, read_bytes
 from researchcrew.knowledge.loaders.dates import parse_date
 from researchcrew.knowledge.loaders.markdown import authors_from
+from researchcrew.text.json_input import JsonInputError, read_json_lines
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +33,7 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
     "authors": ("authors", "author", "creators"),
 }
 _MAX_METADATA_CHARS = 2_000  # a metadata value larger than this (embedded blobs) is left out
-TOO_DEEP = "nested too deeply to read (thousands of levels); skipped"
+TOO_DEEP = "nested too deeply to read; skipped"
 
 
 class FieldMapError(ValueError):
@@ -70,16 +71,9 @@ def load_jsonl(path: Path, field_map: Mapping[str, str] | None = None) -> LoadRe
     key = file_key(path)
     result = LoadResult()
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            _skip(result, path, number, f"not valid JSON ({error.msg} at column {error.colno})")
-            continue
-        except RecursionError:
-            _skip(result, path, number, TOO_DEEP)
+    for number, record in read_json_lines(text):
+        if isinstance(record, JsonInputError):
+            _skip(result, path, number, record.reason)
             continue
         if not isinstance(record, dict):
             _skip(result, path, number, f"a JSON {type(record).__name__}, not an object")

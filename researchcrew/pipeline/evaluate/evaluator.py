@@ -46,6 +46,7 @@ from researchcrew.pipeline.evaluate.contradictions import detect_contradictions
 from researchcrew.pipeline.evaluate.dedup import find_duplicates, shingles
 from researchcrew.pipeline.evaluate.disagreement import disagreement
 from researchcrew.pipeline.evaluate.scoring import ScoreParts, Scorer
+from researchcrew.pipeline.sources import document_key
 from researchcrew.settings import EvaluationSettings
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def quality_statistics(received: Sequence[float], kept: Sequence[float]) -> Qual
     )
 
 
-class EvaluatorAgent:
+class Evaluator:
     """Turns an ``AggregatedContext`` into a ``FilteredContext`` with reasons, statistics and contradictions."""
 
     def __init__(self, settings: EvaluationSettings | None = None, *, llm: BaseLLM | None = None) -> None:
@@ -241,15 +242,19 @@ class EvaluatorAgent:
         self, chunks: Sequence[ContextChunk], near_duplicates: Sequence[ContradictionRecord] = ()
     ) -> list[ContradictionRecord]:
         """Disagreements among the kept chunks: those dedup found between near-identical passages first (certain:
-        the rest of the text is the same), then the detector's; one record per pair of chunks and kind."""
+        the rest of the text is the same), then the detector's; one record per pair of chunks and kind. Passages of
+        the same document are one source (``pipeline.sources``) and never "disagree" with each other."""
         if len(chunks) < 2 or self.settings.max_contradictions == 0:
             return []
         found = list(near_duplicates) + detect_contradictions(
             chunks, tolerance=self.settings.numeric_tolerance, limit=self.settings.max_contradictions
         )
+        document = {chunk.chunk_id: document_key(chunk) for chunk in chunks}
         pairs: set[tuple[frozenset[str], str]] = set()
         unique: list[ContradictionRecord] = []
         for record in found:
+            if document.get(record.chunk_id_a, "a") == document.get(record.chunk_id_b, "b"):
+                continue  # two passages of one document are one source: it does not disagree with itself
             pair = (frozenset((record.chunk_id_a, record.chunk_id_b)), record.kind)
             if pair not in pairs:
                 pairs.add(pair)

@@ -110,10 +110,12 @@ def recency(source_date: datetime | None, now: datetime, half_life_days: float, 
 
 def quality_score(reputation: float, recency_value: float, relevance: float, weights: ScoreWeights) -> float:
     """The weighted score, normalised by the weight sum when ``weights.normalize``, clamped to [0, 1]."""
-    raw = weights.source * reputation + weights.recency * recency_value + weights.relevance * relevance
+    parts = ((weights.source, reputation), (weights.recency, recency_value), (weights.relevance, relevance))
     if weights.normalize and weights.total > 0:
-        raw /= weights.total
-    return _clamp(raw)
+        # Normalise the weights before weighting: dividing the weighted sum afterwards loses a component whose
+        # weight is so small (subnormal) that weight * value underflows to 0 (found by hypothesis).
+        return _clamp(sum((weight / weights.total) * value for weight, value in parts))
+    return _clamp(sum(weight * value for weight, value in parts))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The session's rolling summary: what the follow-up stage reads instead of the whole history.
 
-How it is maintained: after every exchange the Memory stage (``remember.agent``, step "session") applies
+How it is maintained: after every exchange the Memory stage (``remember.writer``, step "session") applies
 ``summary_after`` to the stored summary in one atomic read-modify-write (``MemoryStore.update_session_summary``).
 The summary keeps the last ``RECENT_TURNS`` turns in full — the question as asked, the question as researched,
 its subjects and the opening of the answer — and, for the whole session, the list of subjects discussed (the most

@@ -8,7 +8,8 @@ An answer may only cite evidence that was given to the synthesizer. Validation:
 * removes a claim left with no valid citation (``claims_removed``), or in ``flag`` mode keeps it marked
   unsupported (``claims_flagged``) — it is never passed through as if supported;
 * optionally trims the answer to a word budget at claim boundaries;
-* renumbers the surviving citations densely in order of first use and builds each ``Citation`` from the chunk.
+* renumbers the surviving citations densely in order of first use, one number per source document (passages of
+  one document are one ``Citation`` with several locations, ``pipeline.sources``), and builds each from its chunks.
 
 Square brackets are reserved for citation markers in rendered answers: brackets inside claim text become
 parentheses, so no text can smuggle in a marker that validation did not produce.
@@ -34,9 +35,11 @@ from researchcrew.contracts.synthesizer import (
     AnswerSection,
     Citation,
     CitationStats,
+    CitedPassage,
     Claim,
     FinalResponse,
 )
+from researchcrew.pipeline.sources import combined_location, document_key, file_name, passage_location, source_label
 from researchcrew.pipeline.synthesize.rendering import render_answer
 
 logger = logging.getLogger(__name__)
@@ -110,41 +113,54 @@ def clean_text(text: str) -> tuple[str, list[int]]:
     return cleaned, numbers
 
 
-def citation_for(number: int, chunk: ContextChunk) -> Citation:
-    """The numbered citation of one evidence chunk, with what a reader needs to find the source."""
+def _snippet(chunk: ContextChunk) -> str:
     snippet = " ".join(chunk.content.split())
-    if len(snippet) > 300:
-        snippet = snippet[:299].rstrip() + "…"
-    from_memory = chunk.source_type == MEMORY_SOURCE_TYPE
+    return snippet[:299].rstrip() + "…" if len(snippet) > 300 else snippet
+
+
+def _position(chunk: ContextChunk) -> tuple[int, int]:
+    page, position = chunk.metadata.get("page"), chunk.metadata.get("position")
+    return (page if type(page) is int else 0, position if type(position) is int else 0)
+
+
+def citation_for(number: int, chunk: ContextChunk | Sequence[ContextChunk]) -> Citation:
+    """The numbered citation of one source: one evidence chunk, or several passages of the same document (one
+    citation with several locations, see ``pipeline.sources``), with what a reader needs to find it."""
+    passages = [chunk] if isinstance(chunk, ContextChunk) else list(chunk)
+    if not passages:
+        raise ValueError("a citation needs at least one passage")
+    from_memory = passages[0].source_type == MEMORY_SOURCE_TYPE
+    if len(passages) > 1 and not from_memory:
+        passages.sort(key=_position)  # document order: page, then position
+    first = passages[0]
+    if from_memory:
+        location = memory_location(first.metadata)
+    elif len(passages) == 1:
+        location = passage_location(first.metadata)
+    else:
+        location = combined_location(passage.metadata for passage in passages)
     return Citation(
         number=number,
-        chunk_id=chunk.chunk_id,
-        source_type=chunk.source_type,
-        title=chunk.title,
-        url=chunk.url,
-        source_id=chunk.source_id,
-        source_date=chunk.source_date,
-        authors=list(chunk.authors),
-        snippet=snippet,
-        location=memory_location(chunk.metadata) if from_memory else passage_location(chunk.metadata),
+        chunk_id=first.chunk_id,
+        source_type=first.source_type,
+        title=first.title,
+        url=first.url,
+        source_id=first.source_id,
+        source_date=first.source_date,
+        authors=list(first.authors),
+        snippet=_snippet(first),
+        location=location[:600] if location else None,
+        passages=[
+            CitedPassage(
+                chunk_id=passage.chunk_id,
+                location=memory_location(passage.metadata) if from_memory else passage_location(passage.metadata),
+                snippet=_snippet(passage),
+            )
+            for passage in passages
+        ],
+        file_name=(file_name(first) or "")[:1_000] or None,
+        label=(source_label(first) or "")[:4_000] or None,
     )
-
-
-def passage_location(metadata: Mapping[str, object]) -> str | None:
-    """Where a knowledge-base passage sits, "§ heading, passage n of m", from its chunk's metadata; None when it
-    says nothing useful.
-
-    Only what the chunk carries is shown: a single-passage document without a heading has no location worth
-    printing, and other tools' metadata (without these keys) gives None.
-    """
-    parts: list[str] = []
-    heading = metadata.get("heading")
-    if isinstance(heading, str) and heading.strip():
-        parts.append("§ " + " ".join(heading.split())[:200])
-    position, count = metadata.get("position"), metadata.get("chunk_count")
-    if type(position) is int and type(count) is int and 0 <= position < count and count > 1:  # bool is no count
-        parts.append(f"passage {position + 1} of {count}")
-    return ", ".join(parts) or None
 
 
 def memory_location(metadata: Mapping[str, object]) -> str | None:
@@ -201,16 +217,16 @@ def _unique(values: Iterable[int]) -> list[int]:
 
 
 def _resolve(
-    numbers: list[int], lookup: dict[int, str], mode: ValidationMode, stats: CitationStats
+    numbers: list[int], lookup: dict[int, list[str]], mode: ValidationMode, stats: CitationStats
 ) -> tuple[list[str], bool] | None:
     """Valid chunk ids for a claim's numbers and whether it is flagged; None when the claim must go."""
     keys: list[str] = []
     for number in _unique(numbers):
-        key = lookup.get(number)
-        if key is None:
+        found = lookup.get(number)
+        if not found:
             stats.removed += 1
-        elif key not in keys:
-            keys.append(key)
+            continue
+        keys.extend(key for key in found if key not in keys)
     if keys:
         return keys, False
     if mode == "flag":
@@ -228,7 +244,7 @@ def validate_draft(
 ) -> ValidatedAnswer:
     """Check a fresh draft whose citation numbers [n] index ``given_chunks`` (1-based, the order of the prompt)."""
     chunks = as_context_chunks(given_chunks)
-    lookup = {number: chunk.chunk_id for number, chunk in enumerate(chunks, start=1)}
+    lookup = {number: [chunk.chunk_id] for number, chunk in enumerate(chunks, start=1)}
     stats = CitationStats()
     pending: list[_PendingSection] = []
     for section in draft.sections:
@@ -253,16 +269,17 @@ def validate_citations(
 ) -> FinalResponse:
     """Re-check a finished answer against the evidence that was given: the Flow's "validate citations" stage.
 
-    A citation is valid when its number is listed in ``response.citations`` and that citation's chunk is among
-    ``given_chunks``. Counts of removed citations and claims add to those already in ``response.citation_stats``;
-    ``valid`` and ``claims_flagged`` describe the returned answer. Applying it twice changes nothing the second
-    time. Answers that claim nothing (uncertainty, refusal, clarification) are returned unchanged.
+    A citation is valid when its number is listed in ``response.citations`` and its chunks (one per cited passage)
+    are among ``given_chunks``; passages that are not are dropped from it. Counts of removed citations and claims
+    add to those already in ``response.citation_stats``; ``valid`` and ``claims_flagged`` describe the returned
+    answer. Applying it twice changes nothing the second time. Answers that claim nothing (uncertainty, refusal,
+    clarification) are returned unchanged.
     """
     if response.answer_kind in NO_ANSWER_KINDS:
         return response
     chunks = as_context_chunks(given_chunks)
     given_ids = {chunk.chunk_id for chunk in chunks}
-    lookup = {c.number: c.chunk_id for c in response.citations if c.chunk_id in given_ids}
+    lookup = {c.number: [i for i in c.chunk_ids if i in given_ids] for c in response.citations}
     stats = CitationStats()
     pending: list[_PendingSection] = []
     for section in response.sections:
@@ -310,19 +327,31 @@ def _assemble(
     by_id: dict[str, ContextChunk] = {}
     for chunk in chunks:
         by_id.setdefault(chunk.chunk_id, chunk)
+    # One source, one citation: passages of the same document share a number (numbered in order of first use).
     numbers: dict[str, int] = {}
+    passages: dict[str, list[str]] = {}
     sections: list[AnswerSection] = []
     for section in pending:
         claims: list[Claim] = []
         for claim in section.claims:
-            cited = [numbers.setdefault(key, len(numbers) + 1) for key in claim.keys]
+            cited: list[int] = []
+            for key in claim.keys:
+                document = document_key(by_id[key])
+                number = numbers.setdefault(document, len(numbers) + 1)
+                if key not in passages.setdefault(document, []):
+                    passages[document].append(key)
+                if number not in cited:
+                    cited.append(number)
             stats.valid += len(cited)
             stats.claims_flagged += int(claim.flagged)
             claims.append(Claim(text=claim.text, citations=cited, confidence=claim.confidence, flagged=claim.flagged))
         if claims:
             sections.append(AnswerSection(heading=section.heading, perspective=section.perspective, claims=claims))
-    citations = [citation_for(number, by_id[key]) for key, number in numbers.items()]
-    return ValidatedAnswer(sections, citations, stats, trimmed, list(numbers))
+    citations = [
+        citation_for(number, [by_id[key] for key in passages[document]]) for document, number in numbers.items()
+    ]
+    cited_ids = [key for document in numbers for key in passages[document]]
+    return ValidatedAnswer(sections, citations, stats, trimmed, cited_ids)
 
 
 def _words(text: str) -> int:

@@ -3,7 +3,9 @@
 **Confidence** (seed 003: "based on source credibility and agreement") is computed over the chunks the answer
 actually cites:
 
-* credibility = mean Evaluator quality score of the cited chunks (reputation, recency and relevance combined);
+* credibility = mean over the cited *sources* of their best Evaluator quality score (reputation, recency and
+  relevance combined); passages of one document, and near-duplicates of each other, are one source
+  (``pipeline.sources.independent_sources``), so two passages of one abstract do not weigh as two papers;
 * agreement = 1 − min(0.5, 0.25 × Σ confidence of the contradictions that involve a cited chunk);
 * confidence = credibility × agreement, in [0, 1]; 0 when nothing is cited.
 
@@ -20,11 +22,11 @@ insufficient   confidence < 0.35
 
 **Coverage** (seed 003 ``CoverageMetrics``), over the query's topics (its stemmed content words):
 
-* ``coverage_of_topics[t]`` = min(1, cited chunks mentioning t / 2) — a topic is fully covered when two cited
-  passages speak to it;
+* ``coverage_of_topics[t]`` = min(1, cited sources mentioning t / 2) — a topic is fully covered when two
+  independent cited sources speak to it (two passages of one document are one source);
 * ``query_addressed`` = share of topics mentioned by at least one cited chunk;
 * ``source_diversity`` = distinct source types cited / distinct source types available;
-* ``information_completeness`` = mean over topics of min(1, available chunks mentioning t / 2) — how complete the
+* ``information_completeness`` = mean over topics of min(1, available sources mentioning t / 2) — how complete the
   evidence itself is for the question, whatever the answer used.
 """
 
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.synthesizer import ConfidenceLevel, CoverageMetrics
+from researchcrew.pipeline.sources import independent_sources
 from researchcrew.text.terms import query_topics, term_set
 
 
@@ -68,7 +71,8 @@ def answer_confidence(cited: Sequence[ScoredChunk], contradictions: Sequence[Con
     """credibility × agreement over the cited chunks (see the module docstring)."""
     if not cited:
         return 0.0
-    credibility = sum(scored.quality_score for scored in cited) / len(cited)
+    sources = independent_sources(cited)
+    credibility = sum(max(scored.quality_score for scored in source) for source in sources) / len(sources)
     ids = {scored.chunk.chunk_id for scored in cited}
     disagreement = sum(record.confidence for record in _touching(contradictions, ids))
     agreement = 1.0 - min(0.5, 0.25 * disagreement)
@@ -76,11 +80,13 @@ def answer_confidence(cited: Sequence[ScoredChunk], contradictions: Sequence[Con
 
 
 def claim_confidence(cited: Sequence[ScoredChunk], contested_ids: Collection[str]) -> float:
-    """One claim's support: its best cited chunk's quality, +0.05 per further cited chunk (at most +0.1), and
-    three quarters of that when a cited chunk is part of a disagreement."""
+    """One claim's support: its best cited chunk's quality, +0.05 per further independent source (at most +0.1;
+    another passage of the same document, or a near-duplicate, corroborates nothing), and three quarters of that
+    when a cited chunk is part of a disagreement."""
     if not cited:
         return 0.0
-    score = max(scored.quality_score for scored in cited) + min(0.1, 0.05 * (len(cited) - 1))
+    corroborating = len(independent_sources(cited)) - 1
+    score = max(scored.quality_score for scored in cited) + min(0.1, 0.05 * corroborating)
     if any(scored.chunk.chunk_id in contested_ids for scored in cited):
         score *= 0.75
     return round(max(0.0, min(1.0, score)), 4)
@@ -95,13 +101,18 @@ def _chunk_terms(scored: ScoredChunk) -> frozenset[str]:
     return term_set(f"{chunk.title or ''} {chunk.content}")
 
 
+def _source_terms(chunks: Sequence[ScoredChunk]) -> list[frozenset[str]]:
+    """The terms of each independent source: a source mentions a topic when any of its passages does."""
+    return [frozenset().union(*(_chunk_terms(scored) for scored in source)) for source in independent_sources(chunks)]
+
+
 def coverage_metrics(
     query_text: str, cited: Sequence[ScoredChunk], available: Sequence[ScoredChunk]
 ) -> CoverageMetrics:
     """Seed 003's CoverageMetrics for an answer citing ``cited`` out of the ``available`` evidence."""
     topics = query_topics(query_text)
-    cited_terms = [_chunk_terms(scored) for scored in cited]
-    available_terms = [_chunk_terms(scored) for scored in available]
+    cited_terms = _source_terms(cited)
+    available_terms = _source_terms(available)
 
     def mentions(stemmed: str, term_sets: list[frozenset[str]]) -> int:
         return sum(stemmed in terms for terms in term_sets)

@@ -34,11 +34,13 @@ from researchcrew.contracts.synthesizer import (
 )
 from researchcrew.memory.statements import personal_question, stated_answers
 from researchcrew.pipeline.progress import report_text
+from researchcrew.pipeline.sources import document_key
 from researchcrew.pipeline.support import user_statement
 from researchcrew.pipeline.synthesize.citations import clean_text
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
 from researchcrew.pipeline.synthesize.rendering import answer_pieces
+from researchcrew.text.questions import asks_about_the_conversation
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import content_terms
 
@@ -115,24 +117,6 @@ def analysed_sentences(content: str) -> tuple[tuple[int, str, frozenset[str], bo
     return tuple(analysed)
 
 
-_ABOUT_THE_CONVERSATION = re.compile(
-    r"\b(?:"
-    r"(?:i|we)\s+(?:\w+\s+)?(?:asked|discussed|talked|mentioned|said)"  # "I asked", "we already discussed"
-    r"|(?:did|have|had)\s+(?:i|we)\s+(?:\w+\s+)?(?:ask|discuss|talk|mention|say)"  # "what did I ask", "have we ..."
-    r"|you\s+(?:\w+\s+)?(?:said|told|mentioned|answered|suggested|recommended)"  # "what you said earlier"
-    r"|last\s+time|(?:our|the|my)\s+(?:last|previous|earlier)\s+(?:conversation|question|answer|chat|session)s?"
-    r"|earlier\s+in\s+(?:this|our|the)\s+(?:conversation|chat|session)"
-    r")\b",
-    re.IGNORECASE,
-)
-
-
-def asks_about_the_conversation(question: str) -> bool:
-    """Whether a question is about the conversation itself ("What did I ask about X before?", "as you said last
-    time"), which makes conversation memory a first-hand source for it."""
-    return _ABOUT_THE_CONVERSATION.search(question) is not None
-
-
 def _candidates(request: SynthesizerInput, evidence: Sequence[ScoredChunk]) -> list[_Sentence]:
     """Scored sentences to pick from, in tiers: on-topic sentences of first-hand sources; else any on-topic
     sentences; else anything (off-topic sentences only when nothing is on topic).
@@ -195,8 +179,7 @@ def _heading(scored: ScoredChunk, number: int) -> str:
 
 
 def _document_key(scored: ScoredChunk) -> str:
-    chunk = scored.chunk
-    return chunk.source_id or chunk.url or chunk.title or chunk.chunk_id
+    return document_key(scored.chunk)  # one section per source document, as one citation per source
 
 
 def perspective_sections(

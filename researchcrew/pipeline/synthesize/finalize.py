@@ -55,8 +55,8 @@ def _merge_unsectioned(sections: list[AnswerSection]) -> list[AnswerSection]:
     return merged
 
 
-def _scored_claim(claim: Claim, number_to_chunk: dict[int, ScoredChunk], contested: set[str]) -> Claim:
-    cited = [number_to_chunk[number] for number in claim.citations]
+def _scored_claim(claim: Claim, number_to_chunks: dict[int, list[ScoredChunk]], contested: set[str]) -> Claim:
+    cited = [scored for number in claim.citations for scored in number_to_chunks[number]]
     return claim.model_copy(update={"confidence": claim_confidence(cited, contested)})
 
 
@@ -100,10 +100,10 @@ def finalize(
     cited = [by_id[chunk_id] for chunk_id in validated.cited_chunk_ids]
     contradictions = relevant_contradictions(request.contradictions, evidence)
     contested = contested_chunk_ids(contradictions)
-    number_to_chunk = {c.number: by_id[c.chunk_id] for c in validated.citations}
+    number_to_chunks = {c.number: [by_id[i] for i in c.chunk_ids] for c in validated.citations}
     sections = [
         section.model_copy(
-            update={"claims": [_scored_claim(claim, number_to_chunk, contested) for claim in section.claims]}
+            update={"claims": [_scored_claim(claim, number_to_chunks, contested) for claim in section.claims]}
         )
         for section in sections
     ]
@@ -122,11 +122,12 @@ def finalize(
     if sections and words < bounds.low:
         notes.append(f"The evidence supported a shorter answer ({words} words) than the {bounds.low} requested.")
     in_perspectives = {
-        number_to_chunk[n].chunk.chunk_id
+        scored.chunk.chunk_id
         for section in sections
         if section.perspective
         for claim in section.claims
         for n in claim.citations
+        for scored in number_to_chunks[n]
     }
     for record in contradictions:
         about = f" about {record.subject}" if record.subject else ""

@@ -99,7 +99,7 @@ def with_perspectives(draft: AnswerDraft, request: SynthesizerInput, evidence: S
     return AnswerDraft(sections=[*draft.sections, *perspective_sections(missing, evidence)])
 
 
-class SynthesizerAgent:
+class Synthesizer:
     """Writes the answer with the LLM through crewAI, or extractively when ``llm`` is None.
 
     ``timeout_s`` bounds the whole LLM part (generation and the repair call); on expiry the answer is extractive.
@@ -130,7 +130,7 @@ class SynthesizerAgent:
     @classmethod
     def from_settings(
         cls, settings: Settings, llm: BaseLLM | Literal["from settings"] | None = "from settings"
-    ) -> SynthesizerAgent:
+    ) -> Synthesizer:
         """The Synthesizer the settings describe, with time for one generation and one repair. ``llm``: the model
         to write with (None: extractive); by default the one ``settings.llm`` builds. ``assemble`` builds it so."""
         return cls(

@@ -71,10 +71,11 @@ def render_content(response: FinalResponse) -> str:
 
 
 def _reference(citation: Citation) -> str:
-    title = escape(citation.title or citation.source_id or source_name(citation.source_type))
+    title = escape(citation.title or citation.label or citation.source_id or source_name(citation.source_type))
     url = safe_url(citation.url)
     head = f"[{title}]({url})" if url else title
-    details = [escape(citation.location)] if citation.location else []
+    details = [escape(citation.file_name)] if citation.file_name and not url else []
+    details += [escape(citation.location)] if citation.location else []
     if citation.authors:
         authors = ", ".join(citation.authors[:3]) + (" et al." if len(citation.authors) > 3 else "")
         details.append(escape(authors))

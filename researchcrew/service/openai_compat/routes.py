@@ -1,7 +1,10 @@
 """``POST /v1/chat/completions`` and ``GET /v1/models``: researchcrew as a "model" for any OpenAI client.
 
 A chat completion researches the conversation's last user message in the session the conversation maps to
-(``conversation``), with the same key, limits, cancellation and memory as ``POST /v1/sessions/{id}/messages``. The
+(``conversation``), with the same key, limits, cancellation and memory as ``POST /v1/sessions/{id}/messages``. A
+completion is always a quick answer: whether the message replies to the session's quick clarification is decided by
+``researchcrew.pipeline.conversation`` (in ``Runtime.ask``), as for every door; a deep run's clarifying questions are
+answered through the session messages route or ``/v1/deep-runs``. The
 answer is OpenAI's ``chat.completion``: the content is the cited answer in Markdown with its numbered references,
 ``usage`` counts the language model's tokens, and ``researchcrew`` carries the structured citations and what each
 source did.
@@ -72,9 +75,9 @@ from researchcrew.service.questions import (
     EVENT_STREAM,
     answer_unless_disconnected,
     service_problem,
-    take_question_slot,
     track,
 )
+from researchcrew.service.slots import question_slot
 from researchcrew.service.state import Service, ServiceState
 from researchcrew.service.streaming import pump
 from researchcrew.service.throttle import QuestionSlot
@@ -150,19 +153,17 @@ async def chat_completions(
             await service.sessions.touch(user.user_id, session_id, question=question)
     except ResearchCrewError as error:
         raise OpenAIError.from_problem(service_problem(error)) from error
-    slot = await take_question_slot(service, user.user_id, research)
     answer = _Answer(body.model, session_id, chosen_by, question)
-    if body.stream:
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return StreamingResponse(
-            _stream(service, research, slot, answer, include_usage=include_usage),
-            media_type=EVENT_STREAM,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    try:
+    deadline = research.deadline_s or service.settings.retrieval.run_deadline_s
+    async with question_slot(service, user.user_id, lease_s=deadline) as slot:  # the session was touched above
+        if body.stream:
+            include_usage = bool(body.stream_options and body.stream_options.include_usage)
+            return StreamingResponse(
+                _stream(service, research, slot.hand_over(), answer, include_usage=include_usage),
+                media_type=EVENT_STREAM,
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
         response = await answer_unless_disconnected(service, research, request)  # ApiProblem on a store failure
-    finally:
-        await slot.release()
     if response is None:  # the client went away; nobody reads this
         return Response(status_code=499)
     return JSONResponse(answer.completion(response).model_dump(mode="json"))

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from researchcrew.contracts._base import Contract, SourceType
+from researchcrew.contracts._base import RequestContract, SourceType, StorableInput
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResponseOptions
 from researchcrew.contracts.synthesizer import AnswerKind, Citation, ConfidenceLevel
@@ -28,7 +28,7 @@ from researchcrew.contracts.synthesizer import AnswerKind, Citation, ConfidenceL
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 
 
-class ContentPart(BaseModel):
+class ContentPart(StorableInput):
     """One part of a message's content. Only ``text`` parts are read; the other kinds' fields vary by kind."""
 
     model_config = ConfigDict(extra="allow")
@@ -37,7 +37,7 @@ class ContentPart(BaseModel):
     text: str | None = Field(default=None, description="The text of a `text` part.")
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(StorableInput):
     """One message of the conversation. Fields a client adds of its own are ignored."""
 
     model_config = ConfigDict(extra="ignore")
@@ -49,14 +49,14 @@ class ChatMessage(BaseModel):
     name: str | None = Field(default=None, max_length=256, description="An optional name of the participant.")
 
 
-class StreamOptions(Contract):
+class StreamOptions(RequestContract):
     include_usage: bool = Field(
         default=False, description="Send a last chunk, before `[DONE]`, whose `usage` counts the whole request."
     )
     include_obfuscation: bool | None = Field(default=None, description="Accepted; has no effect.")
 
 
-class ResearchOptions(Contract):
+class ResearchOptions(RequestContract):
     """researchcrew's own options for this question (the native messages route's options)."""
 
     preferred_sources: list[SourceType] | None = Field(
@@ -79,7 +79,7 @@ class ResearchOptions(Contract):
 _NO_EFFECT = "Accepted for compatibility; has no effect (answers are researched and cited, not sampled)."
 
 
-class ChatCompletionRequest(Contract):
+class ChatCompletionRequest(RequestContract):
     """``POST /v1/chat/completions``: the conversation so far; the last user message is the question."""
 
     model: str = Field(min_length=1, max_length=256, description="A model id from `GET /v1/models`.")

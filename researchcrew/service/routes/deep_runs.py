@@ -1,7 +1,8 @@
 """``/v1/deep-runs/{run_id}``: a deep research run of the user — look at it, answer its clarifying questions, decide
 on its plan (approve, reword, reorder, cut, add), cancel it. A run is started by a session message with
-``mode: "deep"`` (``ask_deep``, called by the messages route), and a session whose run waits for an answer to its
-clarifying questions takes the user's next ordinary message as that answer (``pending_reply``).
+``mode: "deep"`` (``research_in_session``, called by the messages route), and a session whose run waits for an answer
+to its clarifying questions takes the user's next ordinary message as that answer when the conversation layer
+(``researchcrew.pipeline.conversation``) says it is one (``answer_clarification_in_session``).
 
 After an answer or a decision the run resumes in the service: JSON callers get ``202`` and the working run (look it
 up until it pauses again or finishes); with ``Accept: text/event-stream`` the rest of the run streams (see
@@ -20,11 +21,13 @@ from fastapi.responses import StreamingResponse
 from researchcrew.contracts.clarification import ClarificationAnswer
 from researchcrew.contracts.deep import DeepOptions, DeepRun, PlanDecision
 from researchcrew.deep.runner import DeepResearch
-from researchcrew.errors import MemoryStoreError, ResearchCrewError
+from researchcrew.errors import ResearchCrewError
+from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.service.auth import CurrentUser
-from researchcrew.service.deep_runs import SegmentWork, SessionMessage, deep_problem, deep_research, take_deep_slot
-from researchcrew.service.problems import ApiProblem, problem_responses
+from researchcrew.service.deep_runs import SegmentWork, SessionMessage, deep_problem, deep_research
+from researchcrew.service.problems import problem_responses
 from researchcrew.service.questions import EVENT_STREAM, wants_event_stream
+from researchcrew.service.slots import question_slot
 from researchcrew.service.state import Service, ServiceState
 
 logger = logging.getLogger(__name__)
@@ -83,7 +86,7 @@ def _streaming(work: SegmentWork, service: ServiceState) -> StreamingResponse:
     )
 
 
-async def ask_deep(
+async def research_in_session(
     service: ServiceState, user_id: str, session_id: str, body: SessionMessage, request: Request
 ) -> Response:
     """Start a deep run for the session's message: 202 with the run at its first pause (with ``auto_approve``: as
@@ -91,61 +94,36 @@ async def ask_deep(
     research = body.to_request(user_id=user_id, session_id=session_id)
     options = body.deep or DeepOptions()
     deep = await deep_research(service)
-    slot = await take_deep_slot(service, user_id, options.deadline_s)
-    try:
-        owned = await service.sessions.touch(user_id, session_id, question=body.question)
-    except BaseException:
-        await slot.release()
-        raise
-    if not owned:
-        await slot.release()
-        raise ApiProblem(404, f"No session {session_id!r}.", kind="session-not-found")
-    streaming = wants_event_stream(request)
-    work = SegmentWork(
-        service,
-        lambda on_event: deep.start(research, options, on_event=on_event),
-        slot,
-        run_id=None,
-        streaming=streaming,
-    )
+    lease_s = options.deadline_s or service.settings.deep.deadline_s
+    async with question_slot(service, user_id, lease_s=lease_s, session_id=session_id, question=body.question) as slot:
+        streaming = wants_event_stream(request)
+        work = SegmentWork(
+            service,
+            lambda on_event: deep.research(research, options, on_event=on_event),
+            slot.hand_over(),
+            run_id=None,
+            streaming=streaming,
+        )
     if streaming:
         return _streaming(work, service)
     run = await (work.until_started(deep, user_id) if options.auto_approve else work.until_done())
     return _accepted(run)
 
 
-async def pending_reply(service: ServiceState, user_id: str, session_id: str, body: SessionMessage) -> DeepRun | None:
-    """The session's deep run that takes this quick message as the answer to its clarifying questions, if any (a
-    message that is a new question of its own is left alone, as in quick mode)."""
-    from researchcrew.pipeline.clarify import looks_like_new_question
-
-    if body.mode != "quick":
-        return None
-    try:
-        deep = await service.runtime.deep_research()
-        run = await deep.awaiting_clarification(user_id=user_id, session_id=session_id)
-    except MemoryStoreError as error:  # the quick answer does not need it: answer as if no run waited
-        logger.warning("could not look for a deep run waiting in session %s: %s", session_id, error)
-        return None
-    if run is None or looks_like_new_question(body.question, run.question):
-        return None
-    return run
-
-
-async def reply_in_session(
-    service: ServiceState, user_id: str, session_id: str, run: DeepRun, body: SessionMessage, request: Request
+async def answer_clarification_in_session(
+    service: ServiceState, user_id: str, session_id: str, reply: ResearchReply, request: Request
 ) -> Response:
-    """The message answers the run's clarifying questions; the run resumes."""
-    if not await service.sessions.touch(user_id, session_id, question=body.question):
-        raise ApiProblem(404, f"No session {session_id!r}.", kind="session-not-found")
+    """The session's message answers its deep run's clarifying questions (the conversation layer said so); the run
+    resumes."""
     deep = await deep_research(service)
     return await _continue(
         service,
         deep,
         user_id,
-        run.run_id,
+        reply.run_id,
         request,
-        lambda: deep.answer_clarification(run.run_id, user_id=user_id, answer=body.question),
+        lambda: deep.answer_clarification(reply.run_id, user_id=user_id, answer=reply.answer),
+        session=(session_id, reply.answer),
     )
 
 
@@ -156,29 +134,32 @@ async def _continue(
     run_id: str,
     request: Request,
     submit: Callable[[], Awaitable[DeepRun]] | None,
+    *,
+    session: tuple[str, str] | None = None,
 ) -> Response:
     """Store the user's answer or decision (checked by the runner; ``submit``), then resume the run in the service.
-    Without ``submit``: resume a run whose answer was stored but whose resuming never finished (a restart)."""
-    slot = await take_deep_slot(service, user_id, None)  # first: a stored decision must find a slot to resume in
-    try:
-        if submit is not None:
-            await submit()
-        else:
-            await deep.check_resumable(run_id, user_id=user_id)
-    except ResearchCrewError as error:
-        await slot.release()
-        raise deep_problem(error, run_id) from error
-    except BaseException:
-        await slot.release()
-        raise
-    streaming = wants_event_stream(request)
-    work = SegmentWork(
-        service,
-        lambda on_event: deep.resume(run_id, user_id=user_id, on_event=on_event),
-        slot,
-        run_id=run_id,
-        streaming=streaming,
-    )
+    Without ``submit``: resume a run whose answer was stored but whose resuming never finished (a restart). With
+    ``session`` (its id and the message), the message came in that session, which is touched."""
+    session_id, question = session or (None, None)
+    # The slot first: a stored decision must find a slot to resume in.
+    async with question_slot(
+        service, user_id, lease_s=service.settings.deep.deadline_s, session_id=session_id, question=question
+    ) as slot:
+        try:
+            if submit is not None:
+                await submit()
+            else:
+                await deep.check_resumable(run_id, user_id=user_id)
+        except ResearchCrewError as error:
+            raise deep_problem(error, run_id) from error
+        streaming = wants_event_stream(request)
+        work = SegmentWork(
+            service,
+            lambda on_event: deep.resume_research(run_id, user_id=user_id, on_event=on_event),
+            slot.hand_over(),
+            run_id=run_id,
+            streaming=streaming,
+        )
     if streaming:
         return _streaming(work, service)
     return _accepted(await work.until_started(deep, user_id))
@@ -190,10 +171,10 @@ async def _continue(
     responses=problem_responses(503),
     summary="A deep run: its status, what it waits for (clarification or plan_approval), or its report.",
 )
-async def get_deep_run(service: Service, user: CurrentUser, run_id: RunId) -> DeepRun:
+async def get_research_run(service: Service, user: CurrentUser, run_id: RunId) -> DeepRun:
     deep = await deep_research(service)
     try:
-        return await deep.get(run_id, user_id=user.user_id)
+        return await deep.get_research_run(run_id, user_id=user.user_id)
     except ResearchCrewError as error:
         raise deep_problem(error, run_id) from error
 
@@ -247,7 +228,7 @@ async def decide_plan(
     responses={**DEEP_ACCEPTED, **_DEEP_STREAM, **_STATE_DOC},
     summary="Resume a run whose answer or plan decision is stored but which is not working (the service restarted).",
 )
-async def resume_deep_run(service: Service, user: CurrentUser, run_id: RunId, request: Request) -> Response:
+async def resume_research(service: Service, user: CurrentUser, run_id: RunId, request: Request) -> Response:
     """The decision routes resume the run themselves; this one is for the run left behind by a stopped service
     (its answer stored, its lease run out). A run that is working, finished or still waiting for the user: 409."""
     deep = await deep_research(service)
@@ -260,9 +241,9 @@ async def resume_deep_run(service: Service, user: CurrentUser, run_id: RunId, re
     responses=_STATE_DOC,
     summary="Cancel a paused run.",
 )
-async def cancel_deep_run(service: Service, user: CurrentUser, run_id: RunId) -> DeepRun:
+async def cancel_research(service: Service, user: CurrentUser, run_id: RunId) -> DeepRun:
     deep = await deep_research(service)
     try:
-        return await deep.cancel(run_id, user_id=user.user_id)
+        return await deep.cancel_research(run_id, user_id=user.user_id)
     except ResearchCrewError as error:
         raise deep_problem(error, run_id) from error

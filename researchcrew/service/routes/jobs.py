@@ -10,7 +10,6 @@ set, on the workers. Results come as JSON, CSV, JSONL or a Markdown report (``?f
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,13 +18,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Path, Query, Request, Response
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from researchcrew.contracts._base import StorableInput
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 from researchcrew.errors import (
-    JobConflictError,
-    JobInputError,
-    JobNotFoundError,
+    JobError,
     MemoryStoreError,
-    QueueUnavailableError,
 )
 from researchcrew.jobs.contracts import (
     MAX_NAME_CHARS,
@@ -37,9 +34,10 @@ from researchcrew.jobs.contracts import (
 )
 from researchcrew.jobs.sources import LoadedQuestions, parse_questions
 from researchcrew.service.auth import CurrentUser
-from researchcrew.service.problems import ApiProblem, problem_responses, store_problem
+from researchcrew.service.problems import ApiProblem, problem_for, problem_responses
 from researchcrew.service.state import Service, ServiceState
 from researchcrew.service.uploads import MULTIPART, read_upload
+from researchcrew.text.json_input import JsonInputError, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -59,22 +57,14 @@ MEDIA_TYPES = {
 
 @contextmanager
 def job_problems() -> Iterator[None]:
-    """The batch-job errors as HTTP problems (the status codes of the job routes are chosen here)."""
+    """The batch-job errors as HTTP problems (``problems.NAMED_PROBLEMS``; a store outage is 503 + Retry-After)."""
     try:
         yield
-    except JobNotFoundError as error:
-        raise ApiProblem(404, str(error), kind="job-not-found") from None
-    except JobInputError as error:
-        raise ApiProblem(422, str(error), kind="invalid-job") from None
-    except JobConflictError as error:
-        raise ApiProblem(409, str(error), kind="job-conflict") from None
-    except (QueueUnavailableError, MemoryStoreError) as error:
-        logger.warning("a job operation failed on a store: %s: %s", type(error).__name__, error)
-        problem = store_problem(error)  # 503 with Retry-After; the detail names the store, not the driver's words
-        raise (problem or ApiProblem(503, "A store the service needs is not reachable.")) from None
+    except (JobError, MemoryStoreError) as error:
+        raise problem_for(error) from None
 
 
-class QuestionFile(BaseModel):
+class QuestionFile(StorableInput):
     """A question file's text, sent inside the JSON body."""
 
     model_config = ConfigDict(extra="forbid")
@@ -88,7 +78,7 @@ class QuestionFile(BaseModel):
     content: str = Field(min_length=1, max_length=MAX_FILE_CHARS, description="The file's text (UTF-8).")
 
 
-class JobCreate(BaseModel):
+class JobCreate(StorableInput):
     """A new job: its questions (inline, or a file's text), defaults, schedule and webhook."""
 
     model_config = ConfigDict(extra="forbid")
@@ -116,7 +106,7 @@ class JobCreate(BaseModel):
         return self
 
 
-class UploadQuery(BaseModel):
+class UploadQuery(StorableInput):
     """What goes with an uploaded question file (form fields of the same names override these; default options
     come as an `options` form field, a JSON object). Lengths keep the URL well within what servers accept."""
 
@@ -149,13 +139,13 @@ class RunResults(BaseModel):
     results: list[QuestionResult] = Field(description="One result per question, in the job's order.")
 
 
-class RunsQuery(BaseModel):
+class RunsQuery(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(default=50, ge=1, le=500, description="At most this many, newest first.")
 
 
-class ResultsQuery(BaseModel):
+class ResultsQuery(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
     format: Literal["json", "csv", "jsonl", "md"] = Field(
@@ -343,9 +333,9 @@ def _options(raw: str | None) -> QuestionOptions:
     if raw is None or not raw.strip():
         return QuestionOptions()
     try:
-        return QuestionOptions.model_validate(json.loads(raw))
-    except json.JSONDecodeError as error:
-        raise ApiProblem(422, f"options: not JSON ({error.msg} at column {error.colno})", kind="invalid-job") from None
+        return QuestionOptions.model_validate(read_json(raw))
+    except JsonInputError as error:
+        raise ApiProblem(422, f"options: {error}", kind="invalid-job") from None
     except ValidationError as error:
         raise ApiProblem(422, f"options: {_first(error)}", kind="invalid-job") from None
 

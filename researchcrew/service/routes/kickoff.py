@@ -23,7 +23,6 @@ are accepted for compatibility and not called: a run reports once, when it ends.
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from typing import Annotated, Any, Literal
@@ -31,13 +30,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path
 from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from researchcrew.contracts._base import SourceType
+from researchcrew.contracts._base import SourceType, StorableInput
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 from researchcrew.jobs.contracts import QuestionOptions, QuestionResult, RunInfo, crewai_state
 from researchcrew.service.auth import CurrentUser
 from researchcrew.service.problems import ApiProblem, problem_responses
 from researchcrew.service.routes.jobs import job_problems, start
 from researchcrew.service.state import Service
+from researchcrew.text.json_input import JsonInputError, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -103,12 +103,14 @@ def _list(value: Any, separator: str) -> Any:
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text  # validation then says what type was expected
+        return read_json(text)
+    except JsonInputError as error:
+        if error.column is None:  # too deep or too long: say so, not just "expected a list"
+            raise ValueError(error.reason) from None
+        return text  # not JSON: validation then says what type was expected
 
 
-class KickoffWebhooks(BaseModel):
+class KickoffWebhooks(StorableInput):
     """crewAI's webhook-streaming object: ``url`` gets the finished run; event streaming is not offered."""
 
     model_config = ConfigDict(extra="forbid")
@@ -121,7 +123,7 @@ class KickoffWebhooks(BaseModel):
     authentication: dict[str, Any] | None = Field(default=None, description="Accepted, not used (runs are signed).")
 
 
-class KickoffRequest(BaseModel):
+class KickoffRequest(StorableInput):
     """``POST /kickoff``'s body, as crewAI defines it."""
 
     model_config = ConfigDict(extra="forbid")

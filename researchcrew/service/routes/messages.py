@@ -1,7 +1,10 @@
 """``POST /v1/sessions/{session_id}/messages``: ask a question in a session. The answer is the ``FinalResponse``
 as JSON; with ``Accept: text/event-stream`` it is a stream of server-sent events instead (see
-``researchcrew.service.questions``). ``mode: "deep"`` starts a deep research run instead, and a message in a session
-whose deep run waits for clarification answers it (``researchcrew.service.routes.deep_runs``)."""
+``researchcrew.service.questions``). ``mode: "deep"`` starts a deep research run instead
+(``researchcrew.service.routes.deep_runs``). Whether an ordinary message answers something waiting in the session —
+a deep run's clarifying questions (the run resumes: 202), a quick answer's (the original question is answered,
+narrowed by the reply) — is decided by the conversation layer (``researchcrew.pipeline.conversation``), as for every
+other door."""
 
 from __future__ import annotations
 
@@ -11,17 +14,20 @@ from fastapi import APIRouter, Path, Request, Response
 from fastapi.responses import StreamingResponse
 
 from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.errors import ResearchCrewError
+from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.service.auth import CurrentUser
 from researchcrew.service.deep_runs import SessionMessage
-from researchcrew.service.problems import ApiProblem, problem_responses
+from researchcrew.service.problems import problem_responses
 from researchcrew.service.questions import (
     EVENT_STREAM,
     answer_unless_disconnected,
     event_stream,
-    take_question_slot,
+    service_problem,
     wants_event_stream,
 )
 from researchcrew.service.routes import deep_runs
+from researchcrew.service.slots import question_slot
 from researchcrew.service.state import Service
 
 router = APIRouter(prefix="/v1/sessions", tags=["messages"], responses=problem_responses(400, 401, 404, 413, 422, 429))
@@ -51,30 +57,25 @@ async def ask_in_session(
     request: Request,
 ) -> Response:
     if body.mode == "deep":
-        return await deep_runs.ask_deep(service, user.user_id, session_id, body, request)
-    waiting = await deep_runs.pending_reply(service, user.user_id, session_id, body)
-    if waiting is not None:  # the session's deep run asked clarifying questions: this message answers them
-        return await deep_runs.reply_in_session(service, user.user_id, session_id, waiting, body, request)
+        return await deep_runs.research_in_session(service, user.user_id, session_id, body, request)
     research = body.to_request(user_id=user.user_id, session_id=session_id)
-    slot = await take_question_slot(service, user.user_id, research)
     try:
-        owned = await service.sessions.touch(user.user_id, session_id, question=body.question)
-    except BaseException:
-        await slot.release()
-        raise
-    if not owned:
-        await slot.release()
-        raise ApiProblem(404, f"No session {session_id!r}.", kind="session-not-found")
-    if wants_event_stream(request):
-        return StreamingResponse(
-            event_stream(service, research, slot),
-            media_type=EVENT_STREAM,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
-    try:
+        turn = await service.runtime.conversation.turn(research)
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
+    if isinstance(turn, ResearchReply):  # the session's deep run asked clarifying questions: this message answers them
+        return await deep_runs.answer_clarification_in_session(service, user.user_id, session_id, turn, request)
+    deadline = research.deadline_s or service.settings.retrieval.run_deadline_s
+    async with question_slot(
+        service, user.user_id, lease_s=deadline, session_id=session_id, question=body.question
+    ) as slot:
+        if wants_event_stream(request):
+            return StreamingResponse(
+                event_stream(service, research, slot.hand_over()),
+                media_type=EVENT_STREAM,
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
         answer = await answer_unless_disconnected(service, research, request)
-    finally:
-        await slot.release()
     if answer is None:  # nobody is listening any more
         return Response(status_code=499)
     return Response(content=answer.model_dump_json(), media_type="application/json")

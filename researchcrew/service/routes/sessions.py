@@ -10,6 +10,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Body, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from researchcrew.contracts._base import StorableInput
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.synthesizer import Citation
 from researchcrew.memory.chat_sessions import MAX_TITLE_CHARS, ChatSession
@@ -27,7 +28,7 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=problem_r
 SessionId = Annotated[str, Field(min_length=1, max_length=256, description="The session's id.")]
 
 
-class SessionCreate(BaseModel):
+class SessionCreate(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
     title: str = Field(
@@ -35,7 +36,7 @@ class SessionCreate(BaseModel):
     )
 
 
-class SessionRename(BaseModel):
+class SessionRename(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
     title: str = Field(min_length=1, max_length=MAX_TITLE_CHARS, description="The new title.")
@@ -81,7 +82,7 @@ async def create_session(
     return await service.sessions.create(user.user_id, title=(body or SessionCreate()).title)
 
 
-class ListQuery(BaseModel):
+class ListQuery(StorableInput):
     """Paging of the session list (unknown parameters are refused, like unknown body fields)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -90,7 +91,7 @@ class ListQuery(BaseModel):
     offset: int = Field(default=0, ge=0, le=1_000_000, description="Skip this many.")
 
 
-class ReadQuery(BaseModel):
+class ReadQuery(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
     limit: int = Field(default=100, ge=1, le=1000, description="The latest this many exchanges.")

@@ -472,10 +472,12 @@
         const button = el("button", "citation");
         button.type = "button";
         button.dataset.n = String(citation.number);
-        const where = [citation.location, sourceName(citation.source_type)].filter(Boolean).join(" · ");
+        // One source, one citation: the file name (or URL) a reader knows it by, and every cited passage's place.
+        const label = citation.label && citation.label !== citation.title ? citation.label : null;
+        const where = [label, citation.location, sourceName(citation.source_type)].filter(Boolean).join(" · ");
         button.append(
           el("span", "cite static", citation.number),
-          el("span", "cite-title", citation.title || citation.source_id || sourceName(citation.source_type)),
+          el("span", "cite-title", citation.title || citation.label || citation.source_id || sourceName(citation.source_type)),
           el("span", "cite-where", where),
         );
         button.addEventListener("click", () => openPassage(citation, exchangeRoot));

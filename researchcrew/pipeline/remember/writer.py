@@ -104,7 +104,7 @@ class _Outcome:
         return "failed" if len(self.failures) == len(self.ran) else "partial"
 
 
-class MemoryAgent:
+class MemoryWriter:
     """Stores what one exchange taught us. See the module docstring."""
 
     def __init__(
@@ -188,7 +188,12 @@ class MemoryAgent:
         if await self.wait_idle(timeout_s):
             return
         leftover = [t for t in self._tasks if not t.done()]
-        logger.warning("memory: %d background task(s) still running after %s s; cancelling", len(leftover), timeout_s)
+        logger.error(  # each task is named after its response: say which exchanges are not remembered
+            "memory: %d background task(s) still running after %s s; cancelling (%s)",
+            len(leftover),
+            timeout_s,
+            ", ".join(sorted(t.get_name() for t in leftover)),
+        )
         for task in leftover:
             task.cancel()
         await asyncio.gather(*leftover, return_exceptions=True)
@@ -316,4 +321,4 @@ class MemoryAgent:
         return None
 
 
-__all__ = ["STEPS", "MemoryAgent", "MemoryAgentStore"]
+__all__ = ["STEPS", "MemoryAgentStore", "MemoryWriter"]
