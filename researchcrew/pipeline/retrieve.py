@@ -87,6 +87,7 @@ class _Outcome:
 
     report: SourceReport
     chunks: list[ContextChunk] = field(default_factory=list)
+    queued: bool = False  # it timed out waiting in the tool's own queue (ToolResult.queued), not for the source
 
 
 class Retriever:
@@ -145,10 +146,9 @@ class Retriever:
             fanned = await self._fan_out(called, request, num_results=num_results)
             outcomes.update(fanned)
             if self.health is not None:
+                # A timeout spent in the tool's own queue (arXiv's pacing) says nothing about the source.
                 await self.health.record(
-                    (tool.name, failure)
-                    for index, tool in called
-                    if (failure := fanned[index].report.failure) is None or tool.counts_against_health(failure)
+                    (tool.name, fanned[index].report.failure) for index, tool in called if not fanned[index].queued
                 )
 
         return self._assemble(request, outcomes, selected, started)
@@ -267,7 +267,7 @@ class Retriever:
         if result.failure is not None:
             if chunks:
                 logger.warning("%s reported a failure and %d chunks; the chunks are ignored", tool.name, len(chunks))
-            return _Outcome(self._report(tool, "failed", latency_ms, 0, result.failure))
+            return _Outcome(self._report(tool, "failed", latency_ms, 0, result.failure), queued=result.queued)
         return _Outcome(self._report(tool, "success" if chunks else "empty", latency_ms, len(chunks)), chunks)
 
     @staticmethod

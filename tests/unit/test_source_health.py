@@ -15,10 +15,11 @@ from click.testing import CliRunner
 
 from researchcrew.cli import cli
 from researchcrew.cli.status import BUILTIN_TOOL_NAMES
-from researchcrew.contracts import RetrieverInput, SourceFailure
+from researchcrew.contracts import ContextChunk, RetrieverInput, SourceFailure
 from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.settings import SourceHealthSettings
 from researchcrew.testing import FakeTool
+from researchcrew.tools.base import current_call
 from researchcrew.tools.health import SourceHealth
 from tests.helpers.services import reachable_redis
 
@@ -235,33 +236,94 @@ def test_status_without_redis_says_what_it_can_know(tmp_path: Any) -> None:
     assert all(line.rstrip().endswith("healthy") for line in result.stdout.splitlines()[1:])
 
 
-class PacedTool(FakeTool):
-    """Times out waiting in its own queue while the source answers: not the source's fault."""
+class QueueingTool(FakeTool):
+    """Waits in a queue of its own before its request leaves (as arXiv's pacing makes calls wait), then hangs."""
 
-    def counts_against_health(self, failure: SourceFailure) -> bool:
-        return failure.kind != "timeout"
+    def __init__(self, *, sends: bool) -> None:
+        super().__init__("arxiv", name="academic_search", hang=True)
+        self.sends = sends
+
+    async def _search(self, query: str, **kwargs: Any) -> list[ContextChunk]:
+        sent: list[float] = []
+        call = current_call()
+        assert call is not None
+        call.queued(lambda: sent[0] if sent else None)
+        if self.sends:  # its turn came at once: the source has the request and does not answer
+            sent.append(time.monotonic())
+        return await super()._search(query, **kwargs)
 
 
-async def test_a_timeout_the_tool_says_was_its_own_queue_does_not_back_the_source_off() -> None:
-    paced = PacedTool("arxiv", name="academic_search", fail_with=("timeout", "waited for its turn"))
-    retriever = Retriever([paced], health=SourceHealth(SETTINGS, clock=Clock()))
-    await retriever.run(request())
-    await retriever.run(request())
-    assert paced.started == 2  # tried again: a queue of our own says nothing about arXiv
+@pytest.mark.parametrize("sends", [False, True])
+async def test_only_a_timeout_of_the_request_itself_backs_the_source_off(sends: bool) -> None:
+    tool = QueueingTool(sends=sends)
+    retriever = Retriever([tool], health=SourceHealth(SETTINGS, clock=Clock()))
+    first = await retriever.run(request().model_copy(update={"timeout_per_source": 0.2}))
+    report = first.aggregated_context.report_for("arxiv")
+    assert report is not None and report.failure is not None and report.failure.kind == "timeout"
+    assert ("its own request queue" in report.failure.message) is not sends
+    second = await retriever.run(request().model_copy(update={"timeout_per_source": 0.2}))
+    assert second.aggregated_context.report_for("arxiv").status == ("skipped" if sends else "failed")  # type: ignore[union-attr]
+    assert tool.started == (1 if sends else 2)  # a queue of our own says nothing about the source
 
 
-def test_arxiv_does_not_count_a_timeout_spent_waiting_for_its_pacing_turn() -> None:
+async def test_an_arxiv_call_waiting_behind_other_workers_turns_does_not_back_arxiv_off() -> None:
+    """The multi-worker case (tests/jobs/test_limits.py): arXiv's one request per 3 s is shared through Redis, so
+    a worker's call can spend its whole timeout waiting for a turn while other workers' requests are answered."""
+    import redis
+
     from researchcrew.settings import ArxivSettings
     from researchcrew.tools.arxiv import ArxivTool, RequestSpacer
+    from researchcrew.tools.limits import SharedPacer
+    from tests.jobs.cluster import ArxivStandIn
+    from tests.loopback.server import LoopbackServer
 
-    now = [100.0]
-    spacer = RequestSpacer(3.0, clock=lambda: now[0])
-    tool = ArxivTool(ArxivSettings(timeout_s=7), spacer=spacer)
-    timeout = SourceFailure(kind="timeout", message="academic_search did not answer within 7 s")
-    assert tool.counts_against_health(timeout)  # never answered: the timeout is arXiv's
-    spacer.last_answer_at = 96.0
-    assert not tool.counts_against_health(timeout)  # it answered 4 s ago: we were waiting for our turn
-    now[0] = 104.0
-    assert tool.counts_against_health(timeout)
-    assert tool.counts_against_health(UNREACHABLE)
-    tool.close()
+    url = reachable_redis()
+    prefix = f"rc-health-queue-{uuid.uuid4().hex[:8]}"
+    pacing = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+    client_a, worker_a = shared(prefix, Clock(), url)
+    client_b, worker_b = shared(prefix, Clock(), url)
+    stand_in = ArxivStandIn()
+    with LoopbackServer(stand_in) as server:
+        settings = ArxivSettings(api_url=f"{server.url}/api/query", timeout_s=1, min_interval_s=3, cache_ttl_s=0)
+        spacer = RequestSpacer(3.0)  # worker B's own spacer: it has sent nothing yet
+        spacer.shared = SharedPacer(pacing, f"{prefix}:limits:pace:arxiv", 3.0)
+        tool = ArxivTool(settings, spacer=spacer)
+        try:
+            SharedPacer(pacing, f"{prefix}:limits:pace:arxiv", 3.0).wait_turn()  # worker A's request just now
+            output = await Retriever([tool], health=worker_b).run(request())
+            report = output.aggregated_context.report_for("arxiv")
+            assert report is not None and report.failure is not None and report.failure.kind == "timeout"
+            assert "its own request queue" in report.failure.message
+            # Neither worker backs arXiv off: it was never asked within the time.
+            assert await worker_a.skips([("academic_search", "arxiv")]) == {}
+            assert await worker_b.skips([("academic_search", "arxiv")]) == {}
+        finally:
+            tool.close()
+            spacer.close()
+            await client_a.delete(worker_a.key("academic_search"))
+            await client_a.aclose()
+            await client_b.aclose()
+            pacing.delete(f"{prefix}:limits:pace:arxiv")
+            pacing.close()
+
+
+async def test_an_arxiv_request_that_was_sent_and_not_answered_backs_arxiv_off() -> None:
+    from researchcrew.settings import ArxivSettings
+    from researchcrew.tools.arxiv import ArxivTool, RequestSpacer
+    from tests.jobs.cluster import ArxivStandIn
+    from tests.loopback.server import LoopbackServer
+
+    with LoopbackServer(ArxivStandIn(delay_s=3)) as server:
+        settings = ArxivSettings(api_url=f"{server.url}/api/query", timeout_s=0.5, min_interval_s=0, cache_ttl_s=0)
+        spacer = RequestSpacer(0.0)
+        tool = ArxivTool(settings, spacer=spacer)
+        health = SourceHealth(SETTINGS, clock=Clock())
+        try:
+            output = await Retriever([tool], health=health).run(request())
+            report = output.aggregated_context.report_for("arxiv")
+            assert report is not None and report.failure is not None and report.failure.kind == "timeout"
+            assert "queue" not in report.failure.message
+            assert "academic_search" in await health.skips([("academic_search", "arxiv")])
+        finally:
+            tool.close()
+            spacer.close()
