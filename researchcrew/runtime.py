@@ -310,13 +310,19 @@ class Runtime:
         from researchcrew.pipeline.flow import run_question
 
         stages = await self.stages()
+        started_at = time.monotonic()  # the run's budget covers this door's own work too (not building the stages)
         if not remember:
             stages = dataclasses.replace(stages, remember=_remember_nothing)
         turn = await self.conversation.quick_turn(request, clarify=clarify)
         request = turn.request
         preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
         response = await run_question(
-            stages, request, preferences=preferences, on_event=on_event, allow_clarification=turn.allow_clarification
+            stages,
+            request,
+            preferences=preferences,
+            on_event=on_event,
+            allow_clarification=turn.allow_clarification,
+            started_at=started_at,
         )
         self.conversation.answered(request, response)
         return response

@@ -117,6 +117,7 @@ class ResearchFlow(Flow[ResearchState]):
         self._stages = stages
         self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
         self._meter = UsageMeter()
+        self._retrieved_at: float | None = None  # time.monotonic() when the last retrieval ended
 
     # Helpers -----------------------------------------------------------------------------------------------
     @property
@@ -126,6 +127,11 @@ class ResearchFlow(Flow[ResearchState]):
 
     def remaining_s(self) -> float:
         return self.research.deadline_s - (time.monotonic() - self.research.started_at)
+
+    @property
+    def retrieved_at(self) -> float | None:
+        """``time.monotonic()`` when this run's last retrieval ended (None: it retrieved nothing)."""
+        return self._retrieved_at
 
     def _emit(
         self, stage: Stage, status: Literal["started", "finished"], started: float | None = None, **detail: Any
@@ -221,6 +227,7 @@ class ResearchFlow(Flow[ResearchState]):
             )
         )
         self.state.retrieval = output
+        self._retrieved_at = time.monotonic()
         for chunk in output.aggregated_context.chunks:
             known = self.state.evidence.get(chunk.chunk_id)
             if known is None or chunk.semantic_relevance > known.semantic_relevance:
@@ -286,7 +293,7 @@ class ResearchFlow(Flow[ResearchState]):
         settings = self._stages.confidence
         self.state.confidence_level, self.state.confidence = band(best, settings), best
         attempts = len(self.state.searched) - 1
-        out_of_time = self.remaining_s() <= self._stages.synthesis_reserve_s
+        out_of_time = self.remaining_s() <= self._stages.after_retrieval_s()
         miss = best < settings.reformulate_min_support
         if best >= settings.answer_min_support:
             decision = "sufficient"
@@ -570,10 +577,13 @@ async def run_question(
     preferences: UserPreferences | None = None,
     on_event: Callable[[ProgressEvent], None] | None = None,
     allow_clarification: bool = True,
+    started_at: float | None = None,
 ) -> FinalResponse:
     """Run one question through a fresh ResearchFlow and return the answer. ``preferences`` are the user's
     learned ones with the request's options already applied (default: the request's options alone).
-    ``allow_clarification=False`` always answers (a reply to clarifying questions must not get more of them)."""
+    ``allow_clarification=False`` always answers (a reply to clarifying questions must not get more of them).
+    ``started_at`` (``time.monotonic()``) is when the caller started on the question: the run's deadline counts
+    from then (default: now), so that a door's own work before the Flow is inside the budget too."""
     flow_stages = stages.with_event_callback(on_event) if on_event else stages
     flow = ResearchFlow(flow_stages)
     state = ResearchState(
@@ -582,12 +592,15 @@ async def run_question(
         preferences=preferences or request.response.applied_to(UserPreferences()),
         deadline_s=request.deadline_s or stages.deadline_s,
         allow_clarification=allow_clarification,
+        **({"started_at": started_at} if started_at is not None else {}),
     )
     # Sources and answer text are reported from inside the stages (pipeline/progress.py): the reporter travels in
     # a context variable that the Flow's tasks inherit.
     reporter = ProgressReporter(flow.state.id, state.started_at, flow_stages.on_event) if on_event else None
     with reporting(reporter):
         result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
+    if flow.retrieved_at is not None:  # what the next runs' retrieval leaves for the stages after it (and crewAI's)
+        stages.after_retrieval.record(time.monotonic() - flow.retrieved_at)
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"ResearchFlow ended without an answer (got {type(result).__name__})")
     return result

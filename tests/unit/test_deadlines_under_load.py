@@ -226,3 +226,65 @@ async def test_a_full_pool_refuses_at_once_and_counts_what_it_abandoned(release:
     assert pool.pending == 0 and pool.abandoned_running == 0
     assert await pool.run(lambda: 7) == 7  # room again once the abandoned work ended
     pool.close()
+
+
+# The run's budget: retrieval leaves the stages after it the time they took in recent runs ---------------------
+def test_stage_times_keep_a_high_quantile_of_the_recent_runs() -> None:
+    from researchcrew.pipeline.stages import StageTimes
+
+    times = StageTimes(window=10, quantile=0.9)
+    assert times.typical_s() is None
+    for seconds in [0.2] * 9 + [5.0]:  # one slow outlier (a first question loading a model)
+        times.record(seconds)
+    assert times.typical_s() == 0.2
+    times.record(0.9)  # the outlier's neighbour pushes the oldest 0.2 out
+    assert times.typical_s() == 0.9
+    for _ in range(10):
+        times.record(0.3)
+    assert times.typical_s() == 0.3 and len(times) == 10  # the window forgets
+
+
+def test_retrieval_leaves_the_measured_time_but_at_least_half_of_what_is_left() -> None:
+    from researchcrew.testing.stages import ScriptedRetriever, scripted_stages
+
+    stages = scripted_stages(ScriptedRetriever([]), synthesis_reserve_s=0.3)
+    assert stages.retrieval_budget_s(3.0) == pytest.approx(2.7)  # nothing measured yet: the configured reserve
+    for _ in range(5):
+        stages.after_retrieval.record(0.9)  # under load, the later stages took 0.9 s
+    assert stages.retrieval_budget_s(3.0) == pytest.approx(2.1)
+    for _ in range(20):
+        stages.after_retrieval.record(4.0)
+    assert stages.retrieval_budget_s(3.0) == pytest.approx(1.5)  # retrieval keeps half of what is left
+    assert stages.retrieval_budget_s(0.4) == pytest.approx(0.1)  # ... or what the configured reserve leaves
+
+
+async def test_the_next_run_reserves_what_the_stages_after_retrieval_took() -> None:
+    """A 3 s budget ran 3.5-3.9 s under load: 0.3 s was kept for stages that took about 1 s. The slow stage here is
+    a synthesizer that takes 0.5 s (well inside the run's time, so nothing cuts it)."""
+    from researchcrew.contracts.request import ResearchRequest
+    from researchcrew.pipeline.flow import run_question
+    from researchcrew.testing.stages import CitingSynthesizer, ScriptedRetriever, relevant_chunk, scripted_stages
+
+    retriever = ScriptedRetriever([relevant_chunk("a", 0.8)])
+    stages = scripted_stages(retriever, synthesizer=CitingSynthesizer(delay_s=0.5), synthesis_reserve_s=0.1)
+    ask = ResearchRequest(question="What is attention?", user_id="u1", session_id="s1", deadline_s=20)
+    first = await run_question(stages, ask)
+    assert first.answer_kind == "generated" and not first.partial
+    assert stages.after_retrieval.typical_s() is not None and stages.after_retrieval.typical_s() >= 0.5
+    await run_question(stages, ask)
+    second_limit = retriever.requests[1].time_limit_s
+    assert second_limit is not None
+    assert second_limit <= 20 - 0.5  # the measured 0.5 s (and more) is left for what follows retrieval
+
+
+async def test_the_budget_counts_from_when_the_door_started_on_the_question() -> None:
+    from researchcrew.contracts.request import ResearchRequest
+    from researchcrew.pipeline.flow import run_question
+    from researchcrew.testing.stages import ScriptedRetriever, relevant_chunk, scripted_stages
+
+    retriever = ScriptedRetriever([relevant_chunk("a", 0.8)])
+    stages = scripted_stages(retriever, synthesis_reserve_s=0.1)
+    ask = ResearchRequest(question="What is attention?", user_id="u1", session_id="s1", deadline_s=20)
+    await run_question(stages, ask, started_at=time.monotonic() - 5)  # the door spent 5 s before the Flow
+    (limit,) = (request.time_limit_s for request in retriever.requests)
+    assert limit is not None and limit <= 15
