@@ -117,7 +117,8 @@ class ResearchFlow(Flow[ResearchState]):
         self._stages = stages
         self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
         self._meter = UsageMeter()
-        self._retrieved_at: float | None = None  # time.monotonic() when the last retrieval ended
+        # time.monotonic() when the last retrieval ended, or when its time limit did if it ran past it
+        self._retrieved_at: float | None = None
 
     # Helpers -----------------------------------------------------------------------------------------------
     @property
@@ -130,7 +131,9 @@ class ResearchFlow(Flow[ResearchState]):
 
     @property
     def retrieved_at(self) -> float | None:
-        """``time.monotonic()`` when this run's last retrieval ended (None: it retrieved nothing)."""
+        """``time.monotonic()`` when this run's last retrieval ended, or when its time limit ended if it ran past it
+        (the overrun is then counted with the stages after it, which the next runs reserve time for); None: it
+        retrieved nothing."""
         return self._retrieved_at
 
     def _emit(
@@ -209,8 +212,9 @@ class ResearchFlow(Flow[ResearchState]):
         text = self.state.searched[-1] if self.state.searched else query.text
         if not self.state.searched:
             self.state.searched.append(text)
-        self._emit("retrieve", "started", query_text=text)
         budget = self._stages.retrieval_budget_s(self.remaining_s())
+        limit_ends = time.monotonic() + budget
+        self._emit("retrieve", "started", query_text=text, time_limit_s=round(budget, 3))
         tool_options = request.tool_options
         if self.state.relaxed:  # widened after a miss: the request's own filters are dropped too (seed 004)
             tool_options = {source: _without_filters(options) for source, options in tool_options.items()}
@@ -227,7 +231,7 @@ class ResearchFlow(Flow[ResearchState]):
             )
         )
         self.state.retrieval = output
-        self._retrieved_at = time.monotonic()
+        self._retrieved_at = min(time.monotonic(), limit_ends)
         for chunk in output.aggregated_context.chunks:
             known = self.state.evidence.get(chunk.chunk_id)
             if known is None or chunk.semantic_relevance > known.semantic_relevance:
