@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.pipeline.stages import ResearchStages
+    from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ class Runtime:
         self._memory_writer: MemoryWriter | None = None
         self._stages: ResearchStages | None = None
         self._limits: SharedLimits | None = None
+        self._health: SourceHealth | None = None
         self._tools: list[Tool] | None = None
         self._deep: DeepResearch | None = None
         # What each message of a session is (a reply to a waiting question, or new), for every door.
@@ -196,6 +198,19 @@ class Runtime:
             self._limits = SharedLimits(self.settings)
         return self._limits
 
+    def source_health(self) -> SourceHealth:
+        """Which sources are backing off after a recent failure (``tools/health.py``): this process's, and shared
+        with every process using the same Redis when ``redis.url`` is set."""
+        if self._health is None:
+            from researchcrew.tools.health import SourceHealth
+
+            self._health = SourceHealth(
+                self.settings.health,
+                client=self.shared_limits().async_client(),
+                key_prefix=self.settings.redis.key_prefix,
+            )
+        return self._health
+
     async def _connected_knowledge_base(self) -> KnowledgeBase:
         """The knowledge base, connected now (Milvus Lite starts, the collection loads: about a second, paid at
         start-up rather than by the first question). An unreachable one is not fatal: its RAG source retries per
@@ -269,6 +284,7 @@ class Runtime:
             embedder=embedder,
             memory_unavailable=self._memory_failure if self.remember else None,
             memory_store=store,
+            health=self.source_health(),
         )
 
     # The question pipeline ------------------------------------------------------------------------------------
@@ -294,13 +310,19 @@ class Runtime:
         from researchcrew.pipeline.flow import run_question
 
         stages = await self.stages()
+        started_at = time.monotonic()  # the run's budget covers this door's own work too (not building the stages)
         if not remember:
             stages = dataclasses.replace(stages, remember=_remember_nothing)
         turn = await self.conversation.quick_turn(request, clarify=clarify)
         request = turn.request
         preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
         response = await run_question(
-            stages, request, preferences=preferences, on_event=on_event, allow_clarification=turn.allow_clarification
+            stages,
+            request,
+            preferences=preferences,
+            on_event=on_event,
+            allow_clarification=turn.allow_clarification,
+            started_at=started_at,
         )
         self.conversation.answered(request, response)
         return response
@@ -384,7 +406,9 @@ class Runtime:
         owned = self._owns_llm and self.settings.llm.model is not None
         llm = build_llm(self.settings.llm) if owned else self.llm()
         try:
-            stages = assemble_stages(self.settings, tools=tools, llm=llm, memory_writer=None)
+            stages = assemble_stages(
+                self.settings, tools=tools, llm=llm, memory_writer=None, health=self.source_health()
+            )
             yield DeepResources(stages=stages, tools=tools, llm=llm)
         finally:
             if owned and llm is not None:

@@ -288,6 +288,42 @@ class RetrievalSettings(_Group):
     rerank: RerankSettings = Field(default_factory=RerankSettings, description="Optional cross-encoder reranking.")
 
 
+class SourceHealthSettings(_Group):
+    """When a source that just failed is tried again (``researchcrew.tools.health``)."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Skip a source for a backoff window after it failed as unreachable, timed out or was "
+        "rate-limited (HTTP 429). Off: every question tries every source.",
+    )
+    initial_backoff_s: float = Field(
+        default=15.0, gt=0, le=3_600, description="The window after a source's first such failure, in seconds."
+    )
+    factor: float = Field(
+        default=2.0, ge=1, le=10, description="Each further failure in a row multiplies the window by this."
+    )
+    max_backoff_s: float = Field(
+        default=300.0, gt=0, le=86_400, description="The longest window, in seconds (the exponential is capped)."
+    )
+
+    @model_validator(mode="after")
+    def _max_not_below_initial(self) -> SourceHealthSettings:
+        if self.max_backoff_s < self.initial_backoff_s:
+            raise ValueError(
+                f"max_backoff_s ({self.max_backoff_s:g}) is below initial_backoff_s ({self.initial_backoff_s:g})"
+            )
+        return self
+
+    def backoff_s(self, failures: int) -> float:
+        """The window after ``failures`` failures in a row: ``initial × factor^(failures − 1)``, capped."""
+        exponent = max(0, failures - 1)
+        try:
+            window = self.initial_backoff_s * self.factor**exponent
+        except OverflowError:
+            return self.max_backoff_s
+        return min(self.max_backoff_s, window)
+
+
 class MemorySettings(_Group):
     backend: Literal["local", "zep"] = Field(
         default="local", description="`local`: the built-in store; `zep`: Zep for recall, mirrored through an outbox."
@@ -779,6 +815,11 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings, description="Conversation memory.")
     service: ServiceSettings = Field(default_factory=ServiceSettings, description="HTTP API.")
     redis: RedisSettings = Field(default_factory=RedisSettings, description="Redis: job queue and shared limits.")
+    health: SourceHealthSettings = Field(
+        default_factory=SourceHealthSettings,
+        description="Source health: a source that just failed is skipped for a backoff window (shared through "
+        "Redis when `redis.url` is set).",
+    )
     jobs: JobsSettings = Field(default_factory=JobsSettings, description="Scheduled batch research jobs.")
     webhooks: WebhooksSettings = Field(
         default_factory=WebhooksSettings, description="Where webhooks may go (public addresses, unless allowed)."

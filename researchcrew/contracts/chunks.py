@@ -104,11 +104,15 @@ class SourceReport(Contract):
     tool_name: str = Field(max_length=128, description="Name of the tool that was called.")
     status: SourceStatus = Field(
         description="success: results; empty: answered with no results; failed: see `failure`; "
-        "skipped: excluded or not selected, never called."
+        "skipped: never called — excluded or not selected (no `failure`), or backing off after a recent failure "
+        "(`failure` says which and when it is tried again)."
     )
     latency_ms: NonNegativeMs = Field(default=0.0, description="Wall time of the call in milliseconds.")
     chunk_count: int = Field(default=0, ge=0, description="How many chunks it contributed.")
-    failure: SourceFailure | None = Field(default=None, description="Why it failed; set when status is failed.")
+    failure: SourceFailure | None = Field(
+        default=None,
+        description="Why it failed; set when status is failed, and when a skipped source is backing off.",
+    )
 
     @model_validator(mode="before")
     @classmethod

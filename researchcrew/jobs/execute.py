@@ -7,7 +7,9 @@
 2. **Research** it through the runtime, renewing the lease every third of ``jobs.lease_s``. When every source
    failed for a transient reason (timeout, unreachable, HTTP 429/5xx) it is tried again with exponential backoff
    and jitter (tenacity), up to ``jobs.attempts`` times; a permanent failure (refused question, options a tool
-   rejects, every source unconfigured) is not retried.
+   rejects, every source unconfigured) is not retried. A source skipped because it is backing off after a recent
+   failure (``tools/health.py``) failed for that reason: the retry waits for its window to end (at most
+   ``jobs.retry_backoff_max_s``), and a question that runs out of tries is stored as failed saying so.
 3. **Store** the one result, fenced on the lease (a worker that lost its lease writes nothing), and, if it was
    the last question, **finish the run** (exactly one caller does, and gets to send the webhook).
 """
@@ -18,6 +20,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt, wait_random_exponential
@@ -36,17 +39,24 @@ RunFinished = Callable[[RunInfo], Awaitable[None]]
 _TRANSIENT_KINDS = frozenset({"timeout", "unreachable"})
 
 
+@dataclass
 class _TransientOutcome(ItemOutcome):
     """A failed outcome worth another try (only ever returned between attempts, stored as a plain failure)."""
 
+    retry_after_s: float = 0.0  # the soonest a source skipped for its backoff is tried again
+
 
 def classify(response: FinalResponse) -> ItemOutcome:
-    """What a finished answer means for the run: answered, uncertain, or failed (with the reason)."""
-    called = [report for report in response.source_reports if report.status != "skipped"]
+    """What a finished answer means for the run: answered, uncertain, or failed (with the reason).
+
+    A source skipped because it is backing off after a recent failure was selected and could not be searched: it
+    counts as failed with that reason ("skipped: unreachable 40 s ago; next try in 20 s"), never as "no source was
+    searched", and when it was the only one the question is tried again (a transient failure)."""
+    called = [report for report in response.source_reports if report.status != "skipped" or report.failure is not None]
     failed = [
         {"source": report.source_type, "kind": report.failure.kind, "message": report.failure.message}
         for report in called
-        if report.status == "failed" and report.failure is not None
+        if report.status in ("failed", "skipped") and report.failure is not None
     ]
     if response.answer_kind == "refusal":
         reason = " ".join(response.answer.split())[:500] or "the question was refused"
@@ -184,11 +194,19 @@ class QuestionExecutor:
         async def attempt() -> ItemOutcome:
             return await self._ask_once(request, remember=remember)
 
+        exponential = wait_random_exponential(
+            multiplier=self.settings.retry_backoff_s, max=self.settings.retry_backoff_max_s
+        )
+
+        def wait(state: RetryCallState) -> float:
+            """The exponential wait, or until a skipped source's backoff ends (asking sooner only skips it again)."""
+            outcome = state.outcome.result() if state.outcome is not None and not state.outcome.failed else None
+            backoff_left = outcome.retry_after_s if isinstance(outcome, _TransientOutcome) else 0.0
+            return min(self.settings.retry_backoff_max_s, max(exponential(state), backoff_left))
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.settings.attempts),
-            wait=wait_random_exponential(
-                multiplier=self.settings.retry_backoff_s, max=self.settings.retry_backoff_max_s
-            ),
+            wait=wait,
             retry=retry_if_result(lambda outcome: isinstance(outcome, _TransientOutcome)),
             retry_error_callback=_last_outcome,
             before_sleep=lambda state: logger.info(
@@ -213,7 +231,23 @@ class QuestionExecutor:
             logger.exception("question %r raised unexpectedly", request.question[:80])
             failure = ItemFailure(kind="error", message=f"{type(error).__name__}: {error}"[:4000])
             return ItemOutcome("failed", failure=failure)
-        return classify(response)
+        outcome = classify(response)
+        if isinstance(outcome, _TransientOutcome):
+            outcome.retry_after_s = await self._backoff_left(response)
+        return outcome
+
+    async def _backoff_left(self, response: FinalResponse) -> float:
+        """Seconds until the first source skipped for its backoff in ``response`` is tried again (0: none was)."""
+        names = [r.tool_name for r in response.source_reports if r.status == "skipped" and r.failure is not None]
+        if not names:
+            return 0.0
+        now = datetime.now(UTC)
+        left = [
+            (state.retry_at - now).total_seconds()
+            for state in await self.runtime.source_health().states(names)
+            if state.status == "backing_off" and state.retry_at is not None
+        ]
+        return max(0.0, min(left)) + 0.05 if left else 0.0
 
 
 async def _despite_cancellation(work: Awaitable[None]) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from researchcrew.blocking import BlockingPool
 from researchcrew.contracts._base import Contract
 from researchcrew.knowledge import schema
 from researchcrew.knowledge.analysis import ANALYZER_VERSION, default_analyzer
@@ -47,6 +48,7 @@ logger = logging.getLogger(__name__)
 
 SearchMode = Literal["hybrid", "dense", "bm25"]
 
+SEARCH_WORKERS = 4  # searches at once (each embeds the query and makes a few Milvus calls)
 _EMBED_GROUP = 256  # chunks per embedder call; the embedder batches further inside
 _UPSERT_ROWS = 512  # rows per upsert call
 _KEYS_PER_LOOKUP = 2048  # source keys per state query (Milvus Lite scans the collection once per query)
@@ -97,6 +99,9 @@ class KnowledgeBase:
         self.store = CollectionStore(settings, dimension=lambda: self.embedder.dimension, model_name=self.model_name)
         self._chunker: Chunker | None = None
         self._searcher: Searcher | None = None
+        # Searches run here, not on the loop's shared default executor: a caller whose time is up stops waiting,
+        # and searches still running past it cannot starve other blocking work (see researchcrew.blocking).
+        self.search_pool = BlockingPool("kb-search", max_workers=SEARCH_WORKERS)
 
     # Lazily built parts ----------------------------------------------------------------------------------------
     @property
@@ -393,10 +398,10 @@ class KnowledgeBase:
         mode: SearchMode = "hybrid",
         rerank: bool | None = None,
     ) -> list[SearchHit]:
-        """``search`` on a worker thread: embedding and pymilvus calls block, the event loop must not."""
-        import asyncio
-
-        return await asyncio.to_thread(
+        """``search`` on a thread of ``search_pool``: embedding and pymilvus calls block, the event loop must not,
+        and a caller whose time is up does not wait for them. Raises ``BlockingBacklogError`` when the pool is full
+        of searches still running past their callers' time."""
+        return await self.search_pool.run(
             self.search, query, top_k=top_k, min_relevance=min_relevance, filters=filters, mode=mode, rerank=rerank
         )
 
@@ -408,6 +413,7 @@ class KnowledgeBase:
 
     # Lifecycle -------------------------------------------------------------------------------------------------
     def close(self) -> None:
+        self.search_pool.close()
         self.store.close()
 
     def __enter__(self) -> KnowledgeBase:

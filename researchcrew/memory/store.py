@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from researchcrew.blocking import BlockingPool
 from researchcrew.db import session as db_session
 from researchcrew.db.engine import Reader, create_engine, dialect_insert, upgrade
 from researchcrew.db.failures import store_failure
@@ -82,6 +83,7 @@ logger = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 _MESSAGE_NAMESPACE = uuid.UUID("6f1c2a52-3d1e-4d4b-9a57-6b1e2c0d9e10")
+RECALL_WORKERS = 4  # recalls at once (each embeds the query; on SQLite it also reads and searches)
 EMBEDDED_ANSWER_CHARS = 1_000  # the question plus the answer's opening is what recall matches against
 
 
@@ -140,6 +142,9 @@ class MemoryStore:
         self._embedding_settings = embedding_settings
         self._embedder_lock = asyncio.Lock()
         self.vectors = VectorCache(cache_max_vectors)
+        # Recall's blocking part (embedding the query; on SQLite the reads and the search too) runs here, not on the
+        # loop's shared default executor: a recall past its time is abandoned, not waited for (researchcrew.blocking).
+        self.recall_pool = BlockingPool("memory-recall", max_workers=RECALL_WORKERS)
 
     # ---- lifecycle -----------------------------------------------------------------------------------------
     @classmethod
@@ -199,6 +204,7 @@ class MemoryStore:
             ) from error
 
     async def close(self) -> None:
+        self.recall_pool.close()
         self.vectors.clear()
         await self.dispose_connections()
 
@@ -405,11 +411,11 @@ class MemoryStore:
         except ModelUnavailableError as error:
             raise MemoryStoreError(f"recall needs the embedding model: {error}") from error
         if self._reader.threaded:  # SQLite: embedding, reads and search in one worker-thread hop
-            found = await asyncio.to_thread(
+            found = await self.recall_pool.run(
                 self._recall_in_thread, embedder, query_text, user_id, session_id, limit, min_relevance
             )
         else:  # PostgreSQL: the version check runs while the query is embedded
-            embedding = asyncio.ensure_future(asyncio.to_thread(embedder.embed_query, query_text))
+            embedding = asyncio.ensure_future(self.recall_pool.run(embedder.embed_query, query_text))
             try:
                 async with self._reader.connect_async() as connection:
                     vectors = await connection.run_sync(self._refresh, user_id, embedder.dimension)

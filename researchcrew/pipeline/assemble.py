@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.writer import MemoryWriter
+    from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
 
 logger = logging.getLogger(__name__)
@@ -40,11 +41,13 @@ def assemble_stages(
     embedder: Embedder | None = None,
     memory_unavailable: str | None = None,
     memory_store: MemoryStore | None = None,
+    health: SourceHealth | None = None,
 ) -> ResearchStages:
     """The stages one research run uses. ``memory_writer=None`` remembers nothing; ``memory_unavailable`` says why
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
-    session summaries (None: every question is researched as asked)."""
+    session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
+    recent failure (None: every question tries every source)."""
     from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate.evaluator import Evaluator
     from researchcrew.pipeline.retrieve import Retriever
@@ -65,7 +68,7 @@ def assemble_stages(
     reformulate = llm_reformulation(llm, timeout_s=settings.llm.timeout_s) if llm else deterministic_reformulation
     follow_up_options = _follow_up(settings, llm=llm, memory_store=memory_store, memory_writer=memory_writer)
     return ResearchStages(
-        retriever=Retriever(tools, settings=settings.retrieval),
+        retriever=Retriever(tools, settings=settings.retrieval, health=health),
         evaluator=Evaluator(settings.evaluation, llm=llm),
         fallback_evaluator=Evaluator(settings.evaluation),  # deterministic: no LLM adjudication
         synthesizer=Synthesizer.from_settings(settings, llm),

@@ -118,6 +118,8 @@ class ResearchFlow(Flow[ResearchState]):
         self._stages = stages
         self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
         self._meter = UsageMeter()
+        # time.monotonic() when the last retrieval ended, or when its time limit did if it ran past it
+        self._retrieved_at: float | None = None
 
     # Helpers -----------------------------------------------------------------------------------------------
     @property
@@ -127,6 +129,13 @@ class ResearchFlow(Flow[ResearchState]):
 
     def remaining_s(self) -> float:
         return self.research.deadline_s - (time.monotonic() - self.research.started_at)
+
+    @property
+    def retrieved_at(self) -> float | None:
+        """``time.monotonic()`` when this run's last retrieval ended, or when its time limit ended if it ran past it
+        (the overrun is then counted with the stages after it, which the next runs reserve time for); None: it
+        retrieved nothing."""
+        return self._retrieved_at
 
     def _emit(
         self, stage: Stage, status: Literal["started", "finished"], started: float | None = None, **detail: Any
@@ -204,8 +213,9 @@ class ResearchFlow(Flow[ResearchState]):
         text = self.state.searched[-1] if self.state.searched else query.text
         if not self.state.searched:
             self.state.searched.append(text)
-        self._emit("retrieve", "started", query_text=text)
         budget = self._stages.retrieval_budget_s(self.remaining_s())
+        limit_ends = time.monotonic() + budget
+        self._emit("retrieve", "started", query_text=text, time_limit_s=round(budget, 3))
         tool_options = request.tool_options
         if self.state.relaxed:  # widened after a miss: the request's own filters are dropped too (seed 004)
             tool_options = {source: _without_filters(options) for source, options in tool_options.items()}
@@ -222,6 +232,7 @@ class ResearchFlow(Flow[ResearchState]):
             )
         )
         self.state.retrieval = output
+        self._retrieved_at = min(time.monotonic(), limit_ends)
         for chunk in output.aggregated_context.chunks:
             known = self.state.evidence.get(chunk.chunk_id)
             if known is None or chunk.semantic_relevance > known.semantic_relevance:
@@ -281,13 +292,13 @@ class ResearchFlow(Flow[ResearchState]):
         self._emit("confidence", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         kept = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        supports = await self._stages.support(self._researched_query().text, kept)
+        supports = await self._stages.measure_support(self._researched_query().text, kept, self.remaining_s())
         self._supports.update(supports)
         best = max((support.score for support in supports.values()), default=0.0)
         settings = self._stages.confidence
         self.state.confidence_level, self.state.confidence = band(best, settings), best
         attempts = len(self.state.searched) - 1
-        out_of_time = self.remaining_s() <= self._stages.synthesis_reserve_s
+        out_of_time = self.remaining_s() <= self._stages.after_retrieval_s()
         # Worth searching again: evidence on topic but weak, or a miss — the sources answered but nothing on topic
         # came back. When every source failed there is nothing to reword or widen: searching again at once would
         # only call the failing sources again (a batch job retries the question later instead).
@@ -578,10 +589,13 @@ async def run_question(
     preferences: UserPreferences | None = None,
     on_event: Callable[[ProgressEvent], None] | None = None,
     allow_clarification: bool = True,
+    started_at: float | None = None,
 ) -> FinalResponse:
     """Run one question through a fresh ResearchFlow and return the answer. ``preferences`` are the user's
     learned ones with the request's options already applied (default: the request's options alone).
-    ``allow_clarification=False`` always answers (a reply to clarifying questions must not get more of them)."""
+    ``allow_clarification=False`` always answers (a reply to clarifying questions must not get more of them).
+    ``started_at`` (``time.monotonic()``) is when the caller started on the question: the run's deadline counts
+    from then (default: now), so that a door's own work before the Flow is inside the budget too."""
     flow_stages = stages.with_event_callback(on_event) if on_event else stages
     flow = ResearchFlow(flow_stages)
     state = ResearchState(
@@ -590,12 +604,15 @@ async def run_question(
         preferences=preferences or request.response.applied_to(UserPreferences()),
         deadline_s=request.deadline_s or stages.deadline_s,
         allow_clarification=allow_clarification,
+        **({"started_at": started_at} if started_at is not None else {}),
     )
     # Sources and answer text are reported from inside the stages (pipeline/progress.py): the reporter travels in
     # a context variable that the Flow's tasks inherit.
     reporter = ProgressReporter(flow.state.id, state.started_at, flow_stages.on_event) if on_event else None
     with reporting(reporter):
         result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
+    if flow.retrieved_at is not None:  # what the next runs' retrieval leaves for the stages after it (and crewAI's)
+        stages.after_retrieval.record(time.monotonic() - flow.retrieved_at)
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"ResearchFlow ended without an answer (got {type(result).__name__})")
     return result

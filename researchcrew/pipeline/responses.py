@@ -12,16 +12,21 @@ from researchcrew.pipeline.synthesize.citations import citation_for
 
 def source_caveats(reports: Sequence[SourceReport]) -> list[str]:
     """One caveat per source that failed, saying why — the user should know what was not searched."""
-    return [
-        f"{report.source_type} ({report.tool_name}) was not used: {report.failure.kind} — {report.failure.message}"
-        for report in reports
-        if report.status == "failed" and report.failure is not None
-    ]
+    caveats: list[str] = []
+    for report in reports:
+        if report.failure is None:
+            continue
+        name = f"{report.source_type} ({report.tool_name})"
+        if report.status == "failed":
+            caveats.append(f"{name} was not used: {report.failure.kind} — {report.failure.message}")
+        elif report.status == "skipped":  # backing off after a recent failure (tools/health.py)
+            caveats.append(f"{name} was not searched: {report.failure.message}")
+    return caveats
 
 
 def _why(reports: Sequence[SourceReport]) -> str:
     """Why the evidence was not enough, without blaming the topic for a source that could not be searched."""
-    failed = [r.source_type for r in reports if r.status == "failed"]
+    failed = [r.source_type for r in reports if r.status == "failed" or (r.status == "skipped" and r.failure)]
     answered = [r.source_type for r in reports if r.status in ("success", "empty")]
     if failed and not answered:
         names = ", ".join(failed)

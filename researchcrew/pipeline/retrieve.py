@@ -4,15 +4,18 @@ Deterministic fan-out is plain asyncio (no LLM): one task per selected tool, all
 ends when the last one has answered or its time is up. A source that hangs, raises, returns garbage or is cut off
 is reported in ``sources_failed`` with its reason while the others' evidence is kept.
 
-Two layers bound each source:
+Two layers bound each source, both counted from the moment the fan-out starts (a task that starts late under
+load gets what is left of its time, not a fresh timeout):
 
-1. ``Tool.search(timeout=...)`` applies the timeout itself and reports it as a ``timeout`` failure;
+1. ``Tool.search(timeout=...)`` applies the timeout itself and reports it as a ``timeout`` failure, without
+   waiting for the tool to unwind (``researchcrew.blocking.run_within``);
 2. the Retriever guards every call with ``asyncio.timeout_at`` a few milliseconds later, for tools that override
-   ``search`` and ignore ``timeout=``, and stops *waiting* for a task that does not even stop when cancelled.
+   ``search`` and ignore ``timeout=``, and stops *waiting* for a task that does not even stop when cancelled
+   (abandoned and counted at INFO: expected under load, not an error).
 
 Limit: a tool that blocks the event loop synchronously (``time.sleep``, a blocking SDK call not moved to a thread)
-cannot be cut off by anything in asyncio — timers only fire when the loop regains control. Blocking SDK calls must
-run via ``asyncio.to_thread``.
+cannot be cut off by anything in asyncio — timers only fire when the loop regains control. Blocking SDK calls run
+on a ``researchcrew.blocking.BlockingPool``, whose callers stop waiting when their time is up.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, cast
 
 from pydantic import ValidationError
 
+from researchcrew.blocking import ABANDONED
 from researchcrew.contracts.chunks import (
     MEMORY_SOURCE_TYPE,
     AggregatedContext,
@@ -39,13 +43,11 @@ from researchcrew.contracts.retriever import RetrievalStatus, RetrieverInput, Re
 from researchcrew.errors import ToolError
 from researchcrew.pipeline.progress import report_source
 from researchcrew.settings import RetrievalSettings
-from researchcrew.tools.base import Tool, ToolResult, failure_of, unexpected_failure, validate_chunks
+from researchcrew.tools.base import Tool, ToolResult, deadline_at, failure_of, unexpected_failure, validate_chunks
+from researchcrew.tools.health import SourceHealth
 
 logger = logging.getLogger(__name__)
 
-# The Retriever's guard fires this long after the tool's own timeout, so that a well-behaved tool reports its
-# timeout itself and the guard only catches tools that ignore ``timeout=``.
-_GUARD_GRACE_S = 0.01
 # How long a cancelled tool task may take to unwind before the Retriever stops waiting for it.
 _UNWIND_GRACE_S = 0.05
 # Reserved keyword arguments the Retriever sets itself; tool_options may not override the timeout.
@@ -54,6 +56,14 @@ _RESERVED_OPTIONS = frozenset({"timeout"})
 _SUMMARY_MESSAGE_CHARS = 300
 # ContextChunk.chunk_id's maximum length (contracts._base.Identifier).
 _MAX_ID_CHARS = 256
+
+
+def _guard_grace_s(budget_s: float) -> float:
+    """How long after a tool's own timeout the Retriever's guard fires: long enough that a well-behaved tool
+    reports its timeout itself even when the loop is slow (under load, GIL handoffs to busy worker threads and the
+    scheduler take milliseconds each), so that the guard only catches tools that ignore ``timeout=``; 10 % of the
+    budget, between 50 ms and 500 ms."""
+    return min(0.5, max(0.05, 0.1 * budget_s))
 
 
 # A widened search after a miss (RetrieverInput.relaxed): twice the results, at most this many; half the floor.
@@ -77,6 +87,7 @@ class _Outcome:
 
     report: SourceReport
     chunks: list[ContextChunk] = field(default_factory=list)
+    queued: bool = False  # it timed out waiting in the tool's own queue (ToolResult.queued), not for the source
 
 
 class Retriever:
@@ -89,11 +100,9 @@ class Retriever:
     ``RetrieverInput`` does not set them explicitly.
     """
 
-    # Tool tasks that ignored cancellation are kept referenced here until they end, so that they are not garbage
-    # collected while pending (asyncio holds only weak references to tasks).
-    _stragglers: ClassVar[set[asyncio.Task[Any]]] = set()
-
-    def __init__(self, tools: Sequence[Tool], *, settings: RetrievalSettings | None = None) -> None:
+    def __init__(
+        self, tools: Sequence[Tool], *, settings: RetrievalSettings | None = None, health: SourceHealth | None = None
+    ) -> None:
         for position, tool in enumerate(tools):
             if not isinstance(tool, Tool):
                 raise TypeError(
@@ -109,6 +118,7 @@ class Retriever:
                 ) from error
         self._tools: tuple[Tool, ...] = tuple(tools)
         self._settings = settings or RetrievalSettings()
+        self.health = health
 
     @property
     def tools(self) -> tuple[Tool, ...]:
@@ -131,10 +141,35 @@ class Retriever:
             else:
                 selected.append((index, tool))
 
-        if selected:
-            outcomes.update(await self._fan_out(selected, request, num_results=num_results))
+        called = await self._healthy(selected, outcomes)
+        if called:
+            fanned = await self._fan_out(called, request, num_results=num_results)
+            outcomes.update(fanned)
+            if self.health is not None:
+                # A timeout spent in the tool's own queue (arXiv's pacing) says nothing about the source.
+                await self.health.record(
+                    (tool.name, fanned[index].report.failure) for index, tool in called if not fanned[index].queued
+                )
 
         return self._assemble(request, outcomes, selected, started)
+
+    async def _healthy(self, selected: list[tuple[int, Tool]], outcomes: dict[int, _Outcome]) -> list[tuple[int, Tool]]:
+        """The selected tools to call: a source backing off after a recent failure is reported as skipped, with
+        the reason (``tools/health.py``), and not called."""
+        if self.health is None or not selected:
+            return selected
+        skips = await self.health.skips([(tool.name, tool.source_type) for _, tool in selected])
+        called: list[tuple[int, Tool]] = []
+        for index, tool in selected:
+            skip = skips.get(tool.name)
+            if skip is None:
+                called.append((index, tool))
+                continue
+            outcomes[index] = _Outcome(
+                SourceReport(source_type=tool.source_type, tool_name=tool.name, status="skipped", failure=skip.failure)
+            )
+            report_source(outcomes[index].report)
+        return called
 
     # Fan-out ------------------------------------------------------------------------------------------------
     def timeout_for(self, tool: Tool, request: RetrieverInput) -> float:
@@ -178,7 +213,9 @@ class Retriever:
         try:
             # Every task ends itself by its guard; the extra grace covers the step in which it unwinds.
             longest_s = max(budgets.values())
-            _, pending = await asyncio.wait(tasks.keys(), timeout=longest_s + _GUARD_GRACE_S + _UNWIND_GRACE_S)
+            _, pending = await asyncio.wait(
+                tasks.keys(), timeout=longest_s + _guard_grace_s(longest_s) + _UNWIND_GRACE_S
+            )
         except asyncio.CancelledError:
             await self._cancel(tasks)
             raise
@@ -208,8 +245,11 @@ class Retriever:
             message = f"tool_options may not set {sorted(reserved)}; use timeout_per_source"
             return self._failed(tool, SourceFailure(kind="invalid_request", message=message), started)
         try:
-            async with asyncio.timeout_at(deadline + _GUARD_GRACE_S):
-                result = await tool.search(query, timeout=budget_s, **kwargs)
+            # The task may start late when the loop is busy: the tool's own timeout still ends at the deadline
+            # (before the guard's), counted from the fan-out's start.
+            async with asyncio.timeout_at(deadline + _guard_grace_s(budget_s)):
+                with deadline_at(deadline):
+                    result = await tool.search(query, timeout=budget_s, **kwargs)
             chunks = self._checked(result, tool)
         except ToolError as error:
             failure = failure_of(error, tool_name=tool.name)
@@ -227,7 +267,7 @@ class Retriever:
         if result.failure is not None:
             if chunks:
                 logger.warning("%s reported a failure and %d chunks; the chunks are ignored", tool.name, len(chunks))
-            return _Outcome(self._report(tool, "failed", latency_ms, 0, result.failure))
+            return _Outcome(self._report(tool, "failed", latency_ms, 0, result.failure), queued=result.queued)
         return _Outcome(self._report(tool, "success" if chunks else "empty", latency_ms, len(chunks)), chunks)
 
     @staticmethod
@@ -251,16 +291,15 @@ class Retriever:
         self._abandon(stuck)
 
     def _abandon(self, tasks: Iterable[asyncio.Task[_Outcome]]) -> None:
-        """Tasks that do not stop when cancelled: cancel again, log, and hold a reference until they end."""
+        """Tasks that do not stop when cancelled: cancel again and stop waiting for them (held and counted until
+        they end; logged at INFO — under load a slow unwind is expected, not an error a user must read)."""
         for task in tasks:
             task.cancel()
-            logger.error("%s does not stop when cancelled; it is left running in the background", task.get_name())
-            self._stragglers.add(task)
-            task.add_done_callback(self._stragglers.discard)
+            ABANDONED.add(cast("asyncio.Task[object]", task), task.get_name())
 
     def _outcome_of(self, task: asyncio.Task[_Outcome], tool: Tool, timeout: float) -> _Outcome:
         if not task.done():  # it ignored both its timeout and its cancellation
-            message = f"{tool.name} did not answer within {timeout:g} s and did not stop when cancelled"
+            message = f"{tool.name} did not answer within {timeout:g} s"
             failure = SourceFailure(kind="timeout", message=message)
         elif task.cancelled():  # cancelled from inside the tool, not by us
             failure = SourceFailure(kind="internal_error", message=f"{tool.name} was cancelled before it answered")
@@ -298,7 +337,9 @@ class Retriever:
         reports = [outcomes[i].report for i in sorted(outcomes)]
 
         answered = [r for r in reports if r.status in ("success", "empty")]
-        failed = [r for r in reports if r.status == "failed"]
+        # A source skipped because it is backing off after a failure counts as failed for the status and the
+        # summary: it was selected and could not be searched (its report says why, and that it was not called).
+        failed = [r for r in reports if r.status == "failed" or (r.status == "skipped" and r.failure is not None)]
         status: RetrievalStatus
         if not selected:
             status = "failed"

@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import math
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -39,7 +42,7 @@ from researchcrew.pipeline.follow_up.base import (
 )
 from researchcrew.pipeline.follow_up.rule import rule_rewrite
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
-from researchcrew.pipeline.support import SupportScorer, relevance_support
+from researchcrew.pipeline.support import Support, SupportScorer, relevance_support
 from researchcrew.settings import ConfidenceSettings
 
 if TYPE_CHECKING:
@@ -82,6 +85,36 @@ async def _rule_follow_up(question: str, summary: SessionSummary) -> Rewrite:
     return rule_rewrite(question, summary)
 
 
+class StageTimes:
+    """How long the stages after retrieval took in recent runs (evaluate, measure support, synthesize, validate,
+    respond, and the Flow's steps between them), so that retrieval leaves them that much of the run's budget.
+
+    A fixed reserve does not hold under load: at a load average of 15 on 2 cores those stages took about 1 s where
+    0.3 s was reserved, and a 3 s budget ran 3.5–3.9 s. ``typical_s`` is a high quantile of the last ``window``
+    runs, so one slow outlier (a first question loading a model) does not take retrieval's time for long.
+    Shared by every run of one ``ResearchStages`` (thread-safe)."""
+
+    def __init__(self, window: int = 20, quantile: float = 0.9) -> None:
+        self.quantile = quantile
+        self._seconds: deque[float] = deque(maxlen=window)
+        self._lock = threading.Lock()
+
+    def record(self, seconds: float) -> None:
+        with self._lock:
+            self._seconds.append(max(0.0, seconds))
+
+    def typical_s(self) -> float | None:
+        """The ``quantile`` of the recent times (nearest rank), or None before the first run."""
+        with self._lock:
+            ordered = sorted(self._seconds)
+        if not ordered:
+            return None
+        return ordered[min(len(ordered) - 1, math.ceil(self.quantile * len(ordered)) - 1)]
+
+    def __len__(self) -> int:
+        return len(self._seconds)
+
+
 @dataclass
 class ResearchStages:
     """The agents and policies one ResearchFlow run uses."""
@@ -101,7 +134,9 @@ class ResearchStages:
     on_event: Callable[[ProgressEvent], None] = _ignore_event
     deadline_s: float = 30.0
     quality_threshold: float = 0.6
-    synthesis_reserve_s: float = 0.5  # time kept back from retrieval for writing the answer
+    synthesis_reserve_s: float = 0.5  # time kept back from retrieval for writing the answer, at least
+    # What the stages after retrieval took in recent runs: retrieval leaves them that much when it is more.
+    after_retrieval: StageTimes = field(default_factory=StageTimes)
     llm: BaseLLM | None = field(default=None, repr=False)
     # Why exchanges cannot be remembered now (the memory store could not be opened); None when memory works or is
     # off by design. The Flow then says so in the answer (memory_status "unavailable" and a caveat).
@@ -113,10 +148,17 @@ class ResearchStages:
     def with_event_callback(self, on_event: Callable[[ProgressEvent], None]) -> ResearchStages:
         return dataclasses.replace(self, on_event=on_event)
 
+    def after_retrieval_s(self) -> float:
+        """The time the stages after retrieval need: ``synthesis_reserve_s``, or what they took in recent runs
+        (``after_retrieval``) when that is more."""
+        return max(self.synthesis_reserve_s, self.after_retrieval.typical_s() or 0.0)
+
     def retrieval_budget_s(self, remaining_s: float) -> float:
         """The most any source may take in this retrieval (its ``time_limit_s``): what the run has left, less the
-        time kept for synthesis. Each source's own timeout comes from the settings (the Retriever applies it)."""
-        return max(0.05, remaining_s - self.synthesis_reserve_s)
+        time the stages after it need (``after_retrieval_s``), but never less than half of what is left. Each
+        source's own timeout comes from the settings (the Retriever applies it)."""
+        reserve = min(self.after_retrieval_s(), max(self.synthesis_reserve_s, remaining_s / 2))
+        return max(0.05, remaining_s - reserve)
 
     async def rewrite_follow_up(self, question: str, user_id: str, session_id: str, remaining_s: float) -> Rewrite:
         """The question to research: a follow-up made stand-alone from the session's summary, else the question
@@ -151,6 +193,21 @@ class ResearchStages:
         except Exception:  # the outermost guard around a pluggable rewriter: a bug must not sink the question
             logger.exception("the follow-up rewriter raised; using the rule")
         return rule_rewrite(question, summary)
+
+    async def measure_support(
+        self, question: str, chunks: Sequence[ContextChunk], remaining_s: float
+    ) -> dict[str, Support]:
+        """How well each chunk supports the question, within the run's time: the scorer (an embedding model under
+        load can take seconds) gets what is left less half the synthesis reserve; past that, each source's own
+        relevance stands in, so the run's budget holds."""
+        budget = remaining_s - self.synthesis_reserve_s / 2
+        if budget > 0:
+            try:
+                async with asyncio.timeout(budget):
+                    return await self.support(question, chunks)
+            except TimeoutError:
+                logger.warning("measuring support hit the run deadline after %.2f s; using source relevance", budget)
+        return await relevance_support(question, chunks, self.confidence)
 
     async def evaluate(self, request: EvaluatorInput, remaining_s: float) -> tuple[EvaluatorOutput, bool]:
         """The evaluation, and whether the deadline forced the deterministic fallback. LLM adjudication of

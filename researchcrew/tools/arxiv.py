@@ -12,6 +12,10 @@ processes too when they share a Redis (``tools/limits.py``: the spacer asks the 
 A dedicated worker rather than ``asyncio.to_thread``: requests waiting for their turn then sit in a queue instead
 of each holding a thread of the shared default executor (which the embedder and pymilvus also use).
 
+A call whose time runs out while it still waits for its turn (four questions at once queue 3 s apart, across every
+worker) is reported as a timeout ``queued`` behind our own pacing (``tools/base.py``): arXiv was not asked, so it is
+not backed off for it (``tools/health.py``); a request that was sent and then got no answer is arXiv's timeout.
+
 Identical queries (query, num_results, sort_by) are answered from a bounded TTL cache, and concurrent identical
 queries on one event loop share one request. Failures are not cached.
 
@@ -44,7 +48,7 @@ from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.errors import ToolError
 from researchcrew.net.response_limits import MEGABYTE, ResponseTooLargeError, read_capped
 from researchcrew.settings import ArxivSettings
-from researchcrew.tools.base import Tool, rank_relevance
+from researchcrew.tools.base import Tool, current_call, rank_relevance
 
 if TYPE_CHECKING:
     from researchcrew.tools.limits import SharedPacer
@@ -148,10 +152,17 @@ class _PacedSession(requests.Session):
         kwargs["stream"] = True  # read through the size limit below, not all at once
         self._local.last_response = None
         self.spacer.wait_turn()
+        sent: _Sent | None = getattr(self._local, "sent", None)
+        if sent is not None:  # the call's turn came: from now on a timeout is arXiv's, not our queue's
+            sent.at = time.monotonic()
         response = super().request(method, url, *args, **kwargs)
         read_capped(response, self.max_bytes)
         self._local.last_response = response
         return response
+
+    def sending_for(self, sent: _Sent | None) -> None:
+        """Requests this thread makes from now on are ``sent``'s (stamped when their turn comes)."""
+        self._local.sent = sent
 
     @property
     def last_response(self) -> requests.Response | None:
@@ -203,8 +214,16 @@ class _TTLCache:
 
 
 @dataclass
+class _Sent:
+    """When one fetch's latest request left for arXiv (``time.monotonic()``); None while it waits for its turn."""
+
+    at: float | None = None
+
+
+@dataclass
 class _Flight:
     task: asyncio.Task[list[ContextChunk]]
+    sent: _Sent
     waiters: int = 0
 
 
@@ -272,9 +291,14 @@ class ArxivTool(Tool):
         slot = (id(loop), request)
         flight = self._inflight.get(slot)
         if flight is None:
-            flight = _Flight(loop.create_task(self._fetch(request)))
+            sent = _Sent()
+            flight = _Flight(loop.create_task(self._fetch(request, sent)), sent)
             self._inflight[slot] = flight
             flight.task.add_done_callback(functools.partial(self._forget, slot, flight))
+        call = current_call()
+        if call is not None:  # a timeout before the turn came is our pacing queue's, not arXiv's (tools/base.py)
+            sent = flight.sent
+            call.queued(lambda: sent.at)
         flight.waiters += 1
         try:
             chunks = await asyncio.shield(flight.task)
@@ -290,12 +314,12 @@ class ArxivTool(Tool):
         if self._inflight.get(slot) is flight:
             del self._inflight[slot]
 
-    async def _fetch(self, request: _Query) -> list[ContextChunk]:
+    async def _fetch(self, request: _Query, sent: _Sent | None = None) -> list[ContextChunk]:
         attempts = 1 + self.settings.num_retries
         attempt = 1
         while True:
             try:
-                results = await self.spacer.run(lambda: self._fetch_blocking(request))
+                results = await self.spacer.run(lambda: self._fetch_blocking(request, sent))
                 break
             except ToolError as error:
                 if attempt >= attempts or not _retryable(error):
@@ -306,8 +330,10 @@ class ArxivTool(Tool):
         self._cache.put(request, chunks)
         return chunks
 
-    def _fetch_blocking(self, request: _Query) -> list[Any]:
-        """One arXiv API call, on the spacer's worker thread. Raises ToolError for every failure it understands."""
+    def _fetch_blocking(self, request: _Query, sent: _Sent | None = None) -> list[Any]:
+        """One arXiv API call, on the spacer's worker thread. Raises ToolError for every failure it understands.
+        ``sent`` is stamped when the request's turn comes and it leaves for arXiv."""
+        self._session.sending_for(sent)
         search = arxiv.Search(
             query=request.search_query,
             id_list=list(request.id_list),

@@ -9,7 +9,13 @@ A tool implements ``_search``. Callers use either
 
 Inside ``_search`` a tool raises ``ToolError(kind, message)`` for failures it understands (mapping its SDK's
 named exceptions), and ``search`` reports them as data. Anything else it raises is a bug: ``search`` logs the
-traceback and reports it as ``internal_error``. ``timeout=`` bounds one call.
+traceback and reports it as ``internal_error``. ``timeout=`` bounds one call: when it is up, ``search`` reports the
+timeout at once and does not wait for ``_search`` to unwind (``researchcrew.blocking.run_within``).
+
+A tool whose calls wait in a queue of its own before anything is sent (arXiv: one request per 3 s, shared by every
+worker) tells ``current_call().queued(...)`` when each request leaves. A timeout whose time went mostly on that
+wait is then reported as ``ToolResult.queued``: the source was hardly asked, so it says nothing about the source's
+health (``tools/health.py`` backs off only sources that were really unreachable, slow or rate-limited).
 """
 
 from __future__ import annotations
@@ -19,11 +25,14 @@ import inspect
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, ClassVar, get_args
 
 from pydantic import Field, ValidationError
 
+from researchcrew.blocking import BlockingBacklogError, run_within
 from researchcrew.contracts._base import Contract
 from researchcrew.contracts.chunks import ContextChunk, SourceFailure
 from researchcrew.errors import FailureKind, ToolError
@@ -39,6 +48,11 @@ class ToolResult(Contract):
     chunks: list[ContextChunk] = Field(default_factory=list, description="Evidence found (empty on failure).")
     failure: SourceFailure | None = Field(default=None, description="Why the call failed; None when it worked.")
     latency_ms: float = Field(default=0.0, ge=0, description="Wall time of the call in milliseconds.")
+    queued: bool = Field(
+        default=False,
+        description="The call timed out while it waited (mostly) for its turn in the tool's own queue, not for the "
+        "source: it says nothing about the source's health.",
+    )
 
     @property
     def ok(self) -> bool:
@@ -61,26 +75,39 @@ class Tool(ABC):
         started = time.perf_counter()
         failure: SourceFailure | None = None
         chunks: list[ContextChunk] = []
+        call = CallProgress()
+        queued = False
+        token = _CALL.set(call)  # the task run_within makes copies this context: _search sees `call`
         try:
             self._check_arguments(query, kwargs)
-            async with asyncio.timeout(timeout):
-                raw = await self._search(query, **kwargs)
+            # Not asyncio.timeout: the answer must not wait for a tool's slow unwinding once its time is up.
+            raw = await run_within(self._search(query, **kwargs), _time_left(timeout), what=self.name)
             chunks = validate_chunks(raw, self)
         except ToolError as error:
             failure = failure_of(error, tool_name=self.name)
             logger.warning("%s failed (%s): %s", self.name, failure.kind, failure.message)
         except TimeoutError:
-            failure = SourceFailure(kind="timeout", message=f"{self.name} did not answer within {timeout:g} s")
-            logger.warning("%s timed out after %s s", self.name, timeout)
+            queued = call.timed_out_in_queue()
+            message = f"{self.name} did not answer within {timeout:g} s"
+            if queued:
+                message += ": the time went on waiting for its turn in its own request queue, not on the source"
+            failure = SourceFailure(kind="timeout", message=message)
+            logger.warning("%s timed out after %s s%s", self.name, timeout, " in its own queue" if queued else "")
+        except BlockingBacklogError as error:  # its worker threads are all held by calls past their time
+            failure = SourceFailure(kind="timeout", message=str(error))
+            logger.warning("%s was not started: %s", self.name, error)
         except Exception as error:  # the one outermost guard: a bug in a tool becomes a reported failure
             logger.exception("%s raised unexpectedly", self.name)
             failure = unexpected_failure(self.name, error)
+        finally:
+            _CALL.reset(token)
         return ToolResult(
             tool_name=self.name,
             source_type=self.source_type,
             chunks=chunks,
             failure=failure,
             latency_ms=(time.perf_counter() - started) * 1000,
+            queued=queued,
         )
 
     def _check_arguments(self, query: str, kwargs: dict[str, Any]) -> None:
@@ -100,6 +127,65 @@ class Tool(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, source_type={self.source_type!r})"
+
+
+class CallProgress:
+    """How far one ``Tool.search`` call got, for a tool whose requests wait in a queue of its own before they are
+    sent (see the module docstring). ``current_call()`` gives it to ``_search``."""
+
+    __slots__ = ("_sent_at", "started")
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self._sent_at: Callable[[], float | None] | None = None
+
+    def queued(self, sent_at: Callable[[], float | None]) -> None:
+        """This call waits in the tool's own queue: ``sent_at()`` is when (``time.monotonic()``) its request left
+        for the source, or None while it still waits for its turn."""
+        self._sent_at = sent_at
+
+    def timed_out_in_queue(self, now: float | None = None) -> bool:
+        """Whether a timeout of this call is the queue's, not the source's: its request was never sent, or the
+        source had it for less than half of the call's time."""
+        if self._sent_at is None:
+            return False
+        sent_at = self._sent_at()
+        if sent_at is None:
+            return True
+        now = time.monotonic() if now is None else now
+        return now - sent_at < (now - self.started) / 2
+
+
+_CALL: ContextVar[CallProgress | None] = ContextVar("researchcrew_tool_call", default=None)
+
+
+def current_call() -> CallProgress | None:
+    """The ``Tool.search`` call this code runs in (None outside one, e.g. ``_search`` called directly)."""
+    return _CALL.get()
+
+
+# The loop time at which the current call's time is up, when the caller counts it from earlier than the call's start
+# (the Retriever: from the fan-out's start, so that a task started late under load still ends on time).
+_DEADLINE: ContextVar[float | None] = ContextVar("researchcrew_tool_deadline", default=None)
+
+
+@contextmanager
+def deadline_at(deadline: float) -> Iterator[None]:
+    """Within the block, ``Tool.search(timeout=t)`` ends by ``deadline`` (loop time) too: it waits at most
+    ``min(t, deadline - now)``, and reports its timeout as ``t``."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _time_left(timeout: float | None) -> float | None:
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = max(0.0, deadline - asyncio.get_running_loop().time())
+    return left if timeout is None else min(timeout, left)
 
 
 FAILURE_KINDS: frozenset[str] = frozenset(get_args(FailureKind))

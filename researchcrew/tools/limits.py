@@ -182,8 +182,15 @@ class SharedLimits:
         """The concurrency cap of ``name`` (None when there is no cap)."""
         if capacity is None:
             return None
-        if not self.shared:
+        client = self.async_client()
+        if client is None:
             return ConcurrencyCap(capacity)
+        return ConcurrencyCap(capacity, client=client, name=self.key("cap", name), lease_s=lease_s)
+
+    def async_client(self) -> redis.asyncio.Redis | None:
+        """The process's async Redis client (None without ``redis.url``); also what source health shares."""
+        if not self.shared:
+            return None
         if self._async is None:
             import redis.asyncio
 
@@ -191,7 +198,7 @@ class SharedLimits:
             self._async = redis.asyncio.Redis.from_url(
                 self.settings.redis.url or "", socket_timeout=timeout, socket_connect_timeout=timeout
             )
-        return ConcurrencyCap(capacity, client=self._async, name=self.key("cap", name), lease_s=lease_s)
+        return self._async
 
     async def aclose(self) -> None:
         if self._async is not None:

@@ -19,15 +19,18 @@ from researchcrew.errors import JobInputError, JobNotFoundError
 from researchcrew.jobs.api import Jobs
 from researchcrew.jobs.contracts import QuestionResult, crewai_state
 from researchcrew.runtime import open_runtime
-from researchcrew.settings import JobsSettings, Settings
+from researchcrew.settings import JobsSettings, Settings, SourceHealthSettings
 from researchcrew.testing import FakeTool, fake_chunk
 
 QUESTIONS = [f"What does study {n} say about flaky tests?" for n in range(6)]
 
 
-def settings_for(tmp_path: Path, **jobs: Any) -> Settings:
+def settings_for(tmp_path: Path, health: SourceHealthSettings | None = None, **jobs: Any) -> Settings:
     values = {"concurrency": 2, "retry_backoff_s": 0.01, "retry_backoff_max_s": 0.05, "lease_s": 5.0, **jobs}
-    return Settings(data_dir=tmp_path / "data", jobs=JobsSettings(**values))
+    # A source that failed is skipped for a window (tools/health.py) and a retry waits for it: scaled down like
+    # the retries' own waits, so that a source failing twice is still tried three times here.
+    health = health or SourceHealthSettings(initial_backoff_s=0.02, max_backoff_s=0.04)
+    return Settings(data_dir=tmp_path / "data", jobs=JobsSettings(**values), health=health)
 
 
 class CountingTool(FakeTool):
@@ -102,7 +105,9 @@ async def test_a_run_stores_one_result_per_question_with_counts_and_exports(jobs
 
 async def test_transient_failures_are_retried_and_failures_for_good_end_the_run_partial(jobs_with: Any) -> None:
     flaky = CountingTool("rag", fail_first=2)  # every source down, twice, then fine
-    jobs = await jobs_with(flaky, attempts=3)
+    # Retries alone: with source health on, one question's failure backs the shared source off and the other
+    # question's attempt is skipped instead of calling it (how a retry waits out a backoff is tested below).
+    jobs = await jobs_with(flaky, attempts=3, health=SourceHealthSettings(enabled=False))
     await jobs.create("ada", name="flaky", questions=QUESTIONS[:2])
     run = await jobs.run("ada", "flaky")
     assert run.status == "completed" and run.counts.answered == 2
@@ -118,6 +123,41 @@ async def test_transient_failures_are_retried_and_failures_for_good_end_the_run_
     assert result.failure is not None and result.failure.kind == "sources_failed"
     assert "rag: not_configured" in result.failure.message
     assert run.source_failures[0].source == "rag" and run.source_failures[0].count == 2
+
+
+async def test_a_question_whose_only_source_is_backing_off_is_retried_when_its_window_ends(tmp_path: Path) -> None:
+    """The retry after an unreachable arXiv finds it backing off (tools/health.py): that is the source's failure,
+    not "no source was searched", so the question waits for the window and is tried again."""
+    arxiv = CountingTool("arxiv", name="academic_search", fail_first=1)
+    settings = settings_for(tmp_path, attempts=3, retry_backoff_max_s=5.0)
+    settings.health = SourceHealthSettings(initial_backoff_s=0.3, max_backoff_s=0.3)
+    runtime = open_runtime(settings, tools=[arxiv], remember=False)
+    try:
+        jobs = Jobs(runtime)
+        await jobs.create("ada", name="backoff", questions=QUESTIONS[:1])
+        run = await jobs.run("ada", "backoff")
+    finally:
+        await runtime.aclose()
+    assert run.counts.answered == 1
+    assert arxiv.per_question[QUESTIONS[0]] == 2  # unreachable, then (after the skipped try's wait) answered
+
+
+async def test_a_question_whose_only_source_stays_backing_off_fails_saying_so(tmp_path: Path) -> None:
+    arxiv = CountingTool("arxiv", name="academic_search", fail_first=99)
+    settings = settings_for(tmp_path, attempts=2)
+    settings.health = SourceHealthSettings(initial_backoff_s=600, max_backoff_s=600)
+    runtime = open_runtime(settings, tools=[arxiv], remember=False)
+    try:
+        jobs = Jobs(runtime)
+        await jobs.create("ada", name="down", questions=QUESTIONS[:1])
+        run = await jobs.run("ada", "down")
+        [result] = await jobs.results("ada", run.id)
+    finally:
+        await runtime.aclose()
+    assert run.status == "failed" and arxiv.per_question[QUESTIONS[0]] == 1  # the second try skipped it
+    assert result.status == "failed" and result.failure is not None
+    assert result.failure.kind == "sources_failed"  # not "no_sources": it was selected and could not be searched
+    assert "arxiv: unreachable — skipped: unreachable 0 s ago; next try in 10 min" in result.failure.message
 
 
 async def test_a_question_whose_sources_all_fail_is_failed_but_the_others_answer(jobs_with: Any) -> None:

@@ -19,7 +19,7 @@ ROOT = "researchcrew"
 
 # Lowest first. A package may import from its own layer and the layers below it.
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "redaction", "data", "net"}),
+    frozenset({"errors", "redaction", "data", "net", "blocking"}),  # blocking: bounded pools for blocking calls
     frozenset({"settings", "contracts"}),
     frozenset({"db", "embedding", "text", "llm"}),  # db: engine, Base, tables, migrations, sessions
     frozenset({"knowledge", "memory"}),  # memory stands on db; its repository is memory/store.py

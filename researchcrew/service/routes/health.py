@@ -1,5 +1,7 @@
-"""``GET /healthz`` (the process is alive) and ``GET /readyz`` (its stores answer; which sources are configured).
-Neither needs a key: load balancers and orchestrators call them."""
+"""``GET /healthz`` (the process is alive) and ``GET /readyz`` (its stores answer; which sources are configured, and
+each source's health: healthy, or backing off after a recent failure — ``tools/health.py``). Neither needs a key:
+load balancers and orchestrators call them. A source backing off does not make the process unready: questions are
+still answered from the others, and say so."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from researchcrew.redaction import public_text
 from researchcrew.service.problems import STORE_RETRY_AFTER_S
 from researchcrew.service.state import Service
+from researchcrew.tools.health import SourceState
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.collection import KnowledgeBase
@@ -44,6 +47,11 @@ class Readiness(BaseModel):
     ready: bool = Field(description="True when every check passed.")
     checks: dict[str, Check] = Field(description="Each dependency checked: memory_store, knowledge_base, limits.")
     sources: list[str] = Field(description="Source types questions are researched in, in order.")
+    source_health: list[SourceState] = Field(
+        default_factory=list,
+        description="Each source's health: healthy, or backing off until `retry_at` after its last failure (kind "
+        "and message, credentials masked). Shared by every process using the same Redis when `redis.url` is set.",
+    )
 
 
 @router.get("/healthz", response_model=Health, summary="The process is alive.")
@@ -73,7 +81,11 @@ async def readyz(service: Service, response: Response) -> Readiness:
     if not ready:
         response.status_code = 503
         response.headers["Retry-After"] = str(STORE_RETRY_AFTER_S)
-    return Readiness(ready=ready, checks=checks, sources=[tool.source_type for tool in tools])
+    health = service.runtime.source_health()
+    states = await health.states([tool.name for tool in tools])
+    kinds = {tool.name: tool.source_type for tool in tools}
+    states = [state.model_copy(update={"source_type": kinds.get(state.name)}) for state in states]
+    return Readiness(ready=ready, checks=checks, sources=[tool.source_type for tool in tools], source_health=states)
 
 
 async def _memory_store(service: Service) -> Check:
