@@ -42,6 +42,7 @@ from researchcrew.contracts import (
     Query,
     RetrieverInput,
     RetrieverOutput,
+    SourceReport,
     SynthesizerInput,
     UserPreferences,
 )
@@ -117,6 +118,7 @@ class ResearchFlow(Flow[ResearchState]):
         super().__init__(**kwargs)
         self._stages = stages
         self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
+        self._failures: dict[str, SourceReport] = {}  # tool name → its first failure in this run
         self._meter = UsageMeter()
         # time.monotonic() when the last retrieval ended, or when its time limit did if it ran past it
         self._retrieved_at: float | None = None
@@ -231,7 +233,7 @@ class ResearchFlow(Flow[ResearchState]):
                 relaxed=self.state.relaxed,
             )
         )
-        self.state.retrieval = output
+        self.state.retrieval = self._with_earlier_failures(output)
         self._retrieved_at = min(time.monotonic(), limit_ends)
         for chunk in output.aggregated_context.chunks:
             known = self.state.evidence.get(chunk.chunk_id)
@@ -281,6 +283,22 @@ class ResearchFlow(Flow[ResearchState]):
             removed=len(evaluation.removal_rationale),
             contradictions=len(evaluation.contradictions_found),
         )
+
+    def _with_earlier_failures(self, output: RetrieverOutput) -> RetrieverOutput:
+        """A source that failed in this run's first search and was then skipped for its backoff (a reworded or
+        widened search) is reported with the failure that says why, not as "skipped" (tools/health.py)."""
+        reports = []
+        for report in output.aggregated_context.source_reports:
+            earlier = self._failures.get(report.tool_name)
+            if report.status == "failed":
+                self._failures.setdefault(report.tool_name, report)
+            elif report.status == "skipped" and report.failure is not None and earlier is not None:
+                report = earlier
+            reports.append(report)
+        if reports == output.aggregated_context.source_reports:
+            return output
+        context = output.aggregated_context.model_copy(update={"source_reports": reports})
+        return output.model_copy(update={"aggregated_context": context})
 
     @router(evaluate)
     async def assess_confidence(self) -> str:

@@ -197,11 +197,9 @@ async def test_two_resumes_of_one_run_one_wins(tmp_path: Path) -> None:
 
 
 async def test_the_deadline_returns_the_report_so_far_marked_partial(tmp_path: Path) -> None:
-    # Six sub-questions of at least one 1 s search each cannot all fit in 4 s, and the first one fits even at load
-    # average 10 (3 s did not: under load the planning alone took most of it, and nothing was researched).
-    async with open_runtime(settings(tmp_path), tools=[CorpusTool(delay_s=1.0)], remember=False) as runtime:
+    async with open_runtime(settings(tmp_path), tools=[CorpusTool(delay_s=0.5)], remember=False) as runtime:
         run = await (await runtime.deep_research()).research(
-            request(), DeepOptions(auto_approve=True, max_subquestions=6, deadline_s=4.0)
+            request(), DeepOptions(auto_approve=True, max_subquestions=6, deadline_s=3.0)
         )
     report = run.report
     assert run.status == "completed" and report is not None
@@ -211,7 +209,7 @@ async def test_the_deadline_returns_the_report_so_far_marked_partial(tmp_path: P
     assert report.not_done and all(
         "was not researched: the run's deadline was reached" in note for note in report.not_done
     )
-    assert report.budget.elapsed_s < 6.0
+    assert report.budget.elapsed_s < 4.5
     assert set(report.not_done) <= set(report.response.caveats)
 
 
