@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -221,11 +222,18 @@ async def test_deep_research_end_to_end_with_the_scripted_model(
         tool_options={"rag": {"filters": {"sources": ["notes"]}}},  # search the notes; references reach the library
     )
     arxiv_fake = ArxivFake(fixtures_dir / "arxiv")
-    with LoopbackServer(arxiv_fake) as server, KnowledgeBase(settings, embedder=embedder) as knowledge_base:
-        arxiv = ArxivTool(
-            ArxivSettings(api_url=f"{server.url}/api/query", min_interval_s=0, num_retries=0, timeout_s=5),
-            spacer=RequestSpacer(0),
-        )
+    with (
+        LoopbackServer(arxiv_fake) as server,
+        KnowledgeBase(settings, embedder=embedder) as knowledge_base,
+        closing(RequestSpacer(0)) as spacer,
+        # Closed when done: its requests session keeps a keep-alive socket to the loopback server.
+        closing(
+            ArxivTool(
+                ArxivSettings(api_url=f"{server.url}/api/query", min_interval_s=0, num_retries=0, timeout_s=5),
+                spacer=spacer,
+            )
+        ) as arxiv,
+    ):
         tools = [RAGTool(knowledge_base), FocusedWeb(WEB, source_type="web"), arxiv]
 
         async def runtime_segment(step: Any) -> Any:

@@ -84,37 +84,43 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 def test_the_openai_sdk_gets_cited_answers_from_researchcrew_serve(served: tuple[str, str]) -> None:
     base_url, key = served
-    client = openai.OpenAI(base_url=f"{base_url}/v1", api_key=key, max_retries=0, timeout=120)
-    assert "researchcrew" in [model.id for model in client.models.list()]
+    # Each client is closed by its `with`: an SDK client left to the garbage collector takes its pooled keep-alive
+    # socket along, and whether that socket's finalizer runs before the client's own close is up to the collector
+    # (a ResourceWarning, an error here, at session end about one run in two).
+    with openai.OpenAI(base_url=f"{base_url}/v1", api_key=key, max_retries=0, timeout=120) as client:
+        assert "researchcrew" in [model.id for model in client.models.list()]
 
-    completion = client.chat.completions.create(model="researchcrew", messages=[{"role": "user", "content": QUESTION}])
-    content = completion.choices[0].message.content or ""
-    details = completion.researchcrew  # type: ignore[attr-defined]
-    assert "[1]" in content and "**Sources**" in content, content
-    assert any("arxiv.org" in (citation["url"] or "") for citation in details["citations"])
-    reports = {report["source_type"]: report for report in details["source_reports"]}
-    assert reports["rag"]["status"] == "success"
-    assert reports["web"]["status"] == "failed" and reports["web"]["failure"]["kind"] == "not_configured"
-    assert reports["arxiv"]["status"] == "failed"
+        completion = client.chat.completions.create(
+            model="researchcrew", messages=[{"role": "user", "content": QUESTION}]
+        )
+        content = completion.choices[0].message.content or ""
+        details = completion.researchcrew  # type: ignore[attr-defined]
+        assert "[1]" in content and "**Sources**" in content, content
+        assert any("arxiv.org" in (citation["url"] or "") for citation in details["citations"])
+        reports = {report["source_type"]: report for report in details["source_reports"]}
+        assert reports["rag"]["status"] == "success"
+        assert reports["web"]["status"] == "failed" and reports["web"]["failure"]["kind"] == "not_configured"
+        assert reports["arxiv"]["status"] == "failed"
 
-    stream = client.chat.completions.create(
-        model="researchcrew-concise",
-        messages=[
-            {"role": "user", "content": QUESTION},
-            {"role": "assistant", "content": content},
-            {"role": "user", "content": "How are flaky tests detected?"},
-        ],
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    chunks = list(stream)
-    reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks if c.choices)
-    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert "✓ knowledge base" in reasoning and "✗ web failed (not configured)" in reasoning
-    assert "[1]" in streamed, streamed
-    finished = next(c for c in chunks if c.choices and c.choices[0].finish_reason == "stop")
-    assert finished.researchcrew["session_id"] == details["session_id"]  # type: ignore[attr-defined]
-    assert chunks[-1].usage is not None
+        stream = client.chat.completions.create(
+            model="researchcrew-concise",
+            messages=[
+                {"role": "user", "content": QUESTION},
+                {"role": "assistant", "content": content},
+                {"role": "user", "content": "How are flaky tests detected?"},
+            ],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        chunks = list(stream)
+        reasoning = "".join(getattr(c.choices[0].delta, "reasoning_content", None) or "" for c in chunks if c.choices)
+        streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        assert "✓ knowledge base" in reasoning and "✗ web failed (not configured)" in reasoning
+        assert "[1]" in streamed, streamed
+        finished = next(c for c in chunks if c.choices and c.choices[0].finish_reason == "stop")
+        assert finished.researchcrew["session_id"] == details["session_id"]  # type: ignore[attr-defined]
+        assert chunks[-1].usage is not None
 
-    with pytest.raises(openai.AuthenticationError):
-        openai.OpenAI(base_url=f"{base_url}/v1", api_key="rc_000000000000_" + "x" * 43, max_retries=0).models.list()
+    stranger = openai.OpenAI(base_url=f"{base_url}/v1", api_key="rc_000000000000_" + "x" * 43, max_retries=0)
+    with stranger, pytest.raises(openai.AuthenticationError):
+        stranger.models.list()
