@@ -25,6 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from researchcrew.knowledge.loaders.dates import parse_date
+from researchcrew.text.sentences import split_sentences
+from researchcrew.text.terms import content_terms, term_set
 
 # Where search APIs put their result list (the first that holds records wins), and the fields of one record.
 _RESULT_KEYS = ("results", "organic", "news", "web", "items", "data", "documents", "hits", "articles", "papers")
@@ -38,7 +40,6 @@ _SCORE_KEYS = ("score", "relevance_score", "relevance")
 
 PASSAGE_CHARS = 1_500  # page text is cut into passages of about this size (at paragraph, else sentence, boundaries)
 MAX_PASSAGES = 50  # what one call may contribute, whatever a tool returned
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _RELEVANT_CONTENT = re.compile(r"^\s*relevant content\s*:\s*", re.IGNORECASE)
 # The line scrapers put before a page ("The following text is scraped website content:").
 _SCRAPE_PREAMBLE = re.compile(r"^\s*the following text is [^:\n]{0,80}:\s*", re.IGNORECASE)
@@ -147,11 +148,10 @@ def page_text(output: Any, query: str) -> list[Passage]:
     if not isinstance(output, str) or not output.strip():
         raise UnreadableResult("no text in the output")
     passages = list(_cut(_SCRAPE_PREAMBLE.sub("", output, count=1)))
-    query_words = {word.casefold() for word in _WORD.findall(query) if len(word) > 2}
+    query_terms = term_set(query)  # stemmed content words: "limitations" matches "limitation"
 
     def overlap(item: tuple[int, str]) -> tuple[int, int]:
-        words = {word.casefold() for word in _WORD.findall(item[1])}
-        return (-len(query_words & words), item[0])
+        return (-len(query_terms.intersection(content_terms(item[1]))), item[0])
 
     ranked = sorted(enumerate(passages), key=overlap)
     return [Passage(text=text, metadata={"position": index + 1}) for index, text in ranked][:MAX_PASSAGES]
@@ -239,7 +239,7 @@ def _sentences_within(paragraph: str) -> Iterable[str]:
         yield paragraph
         return
     piece = ""
-    for sentence in re.split(r"(?<=[.!?])\s+", paragraph):
+    for sentence in split_sentences(paragraph):
         while len(sentence) > PASSAGE_CHARS:  # no sentence end in sight: a hard cut
             yield sentence[:PASSAGE_CHARS]
             sentence = sentence[PASSAGE_CHARS:]
