@@ -185,8 +185,57 @@
     return box;
   }
 
+  // ---- downloading the report (the key goes in a header, so the file is fetched, then saved from a blob) ----------
+  const EXPORT_FORMATS = { md: "Markdown", html: "HTML", pdf: "PDF", docx: "Word (DOCX)" };
+
+  function savedName(response, fallback) {
+    const header = response.headers.get("Content-Disposition") || "";
+    const match = /filename="([^"]+)"/.exec(header);
+    return match ? match[1] : fallback;
+  }
+
+  async function download(runId, format, note) {
+    note.textContent = "Preparing the download…";
+    try {
+      const response = await fetch(`/v1/deep-runs/${encodeURIComponent(runId)}/report?format=${format}`, {
+        headers: rc.headers({}),
+      });
+      if (!response.ok) throw await rc.failure(response);
+      const blob = await response.blob();
+      const link = el("a", null);
+      link.href = URL.createObjectURL(blob);
+      link.download = savedName(response, `report.${format}`);
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+      note.textContent = `Downloaded ${link.download}`;
+    } catch (error) {
+      note.textContent = `The download failed: ${error.message}`;
+    }
+  }
+
+  function downloadBar(report) {
+    const bar = el("div", "deep-download");
+    const label = el("label", null, "Download as ");
+    const select = el("select", null);
+    select.setAttribute("aria-label", "Report format");
+    for (const [value, text] of Object.entries(EXPORT_FORMATS)) {
+      const option = el("option", null, text);
+      option.value = value;
+      select.append(option);
+    }
+    select.value = "pdf";
+    label.append(select);
+    const note = el("span", "detail");
+    note.setAttribute("role", "status");
+    bar.append(label, button("Download report", "secondary", () => download(report.run_id, select.value, note)), note);
+    return bar;
+  }
+
   function reportView(report, root) {
     const wrapper = el("div", "deep-report");
+    wrapper.append(downloadBar(report));
     wrapper.append(rc.answerView({ ...report.response, partial: report.partial }, root));
     const quality = report.quality[report.quality.length - 1];
     if (quality) {
@@ -280,7 +329,8 @@
     rc.scrollToEnd();
     await guarded(view, async (controller) => {
       const sessionId = rc.state.current || (await rc.newSession());
-      const body = { question, ...rc.questionOptions(), mode: "deep" };
+      const deep = { length: $("deep-length").value, report_type: $("deep-type").value };
+      const body = { question, ...rc.questionOptions(), mode: "deep", deep };
       return stream(`/v1/sessions/${encodeURIComponent(sessionId)}/messages`, body, view, controller);
     });
   }

@@ -1,0 +1,136 @@
+"""PDF export with fpdf2 (pure Python): DejaVu Sans embedded as a Unicode TrueType font, so Latin, Greek, Cyrillic,
+Hebrew and Arabic letters print; characters the font has no glyph for (most emoji) print as "?" rather than as
+empty boxes. The font is Debian's ``fonts-dejavu-core`` (``/usr/share/fonts/truetype/dejavu``; the Dockerfile and
+setup install it); without it the PDF falls back to the built-in Helvetica and Latin-1, saying so in the log.
+Right-to-left text is written in its stored (logical) order: shaping it needs uharfbuzz, a compiled wheel.
+Headings become PDF bookmarks; long reports open with a table of contents."""
+
+from __future__ import annotations
+
+import logging
+from functools import cache
+from pathlib import Path
+
+from researchcrew.deep.export.document import ReportDocument, Section, Statement, marker
+
+logger = logging.getLogger(__name__)
+
+FONT_DIRS = (
+    Path("/usr/share/fonts/truetype/dejavu"),
+    Path("/usr/share/fonts/dejavu"),
+    Path("/usr/share/fonts/TTF"),
+    Path("/usr/local/share/fonts"),
+    Path("/Library/Fonts"),
+)
+FAMILY = "DejaVuSans"
+_SIZES = {1: 17.0, 2: 13.5, 3: 11.5}
+
+
+@cache
+def font_files() -> tuple[Path, Path] | None:
+    """DejaVu Sans regular and bold, when this machine has them."""
+    for directory in FONT_DIRS:
+        regular, bold = directory / "DejaVuSans.ttf", directory / "DejaVuSans-Bold.ttf"
+        if regular.is_file():
+            return regular, bold if bold.is_file() else regular
+    return None
+
+
+@cache
+def _glyphs(path: Path) -> frozenset[int]:
+    from fontTools.ttLib import TTFont
+
+    with TTFont(str(path), lazy=True) as font:
+        return frozenset(font.getBestCmap())
+
+
+class _Writer:
+    def __init__(self) -> None:
+        from fpdf import FPDF
+
+        self.pdf = FPDF(format="A4")
+        self.pdf.set_auto_page_break(auto=True, margin=16)
+        self.pdf.set_margins(18, 16, 18)
+        files = font_files()
+        if files is None:
+            logger.warning("DejaVu Sans not found in %s: the PDF uses Helvetica (Latin-1 only)", FONT_DIRS)
+            self.family, self.glyphs = "helvetica", None
+        else:
+            self.pdf.add_font(FAMILY, "", str(files[0]))
+            self.pdf.add_font(FAMILY, "B", str(files[1]))
+            self.family, self.glyphs = FAMILY, _glyphs(files[0])
+
+    def text(self, value: str) -> str:
+        if self.glyphs is None:
+            return value.encode("latin-1", "replace").decode("latin-1")
+        return "".join(char if ord(char) in self.glyphs or char in "\n\t" else "?" for char in value)
+
+    def write(self, value: str, *, size: float = 10.5, bold: bool = False, after: float = 1.5) -> None:
+        from fpdf.enums import WrapMode, XPos, YPos
+
+        self.pdf.set_font(self.family, "B" if bold else "", size)
+        self.pdf.multi_cell(
+            0, size * 0.5, self.text(value), new_x=XPos.LMARGIN, new_y=YPos.NEXT, wrapmode=WrapMode.CHAR
+        )
+        self.pdf.ln(after)
+
+    def heading(self, value: str, level: int) -> None:
+        self.pdf.start_section(self.text(value)[:200], level=level - 1, strict=False)
+        self.write(value, size=_SIZES.get(level, 11.0), bold=True, after=2.0)
+
+    def table(self, section: Section) -> None:
+        assert section.table is not None  # noqa: S101 - called for tables only
+        from fpdf.enums import WrapMode
+
+        self.pdf.set_font(self.family, "", 8.5)
+        with self.pdf.table(wrapmode=WrapMode.CHAR, line_height=4.2, first_row_as_headings=True) as table:
+            table.row([self.text(cell) for cell in section.table.header])
+            for cells in section.table.rows:
+                table.row([self.text(_line(cell)) for cell in cells])
+        self.pdf.ln(2)
+
+
+def _line(statement: Statement) -> str:
+    cited = marker(statement.citations)
+    return f"{statement.text} {cited}".rstrip()
+
+
+def to_pdf(document: ReportDocument) -> bytes:
+    """The report as a PDF."""
+    writer = _Writer()
+    pdf = writer.pdf
+    pdf.set_title(writer.text(document.title)[:300])
+    pdf.set_creator("researchcrew")
+    pdf.add_page()
+    writer.write(document.title, size=_SIZES[1], bold=True, after=2.5)
+    for line in document.about:
+        writer.write(line, size=9.0, after=0.5)
+    pdf.ln(3)
+    if document.toc:
+        writer.heading("Contents", 2)
+        for section in document.sections:
+            writer.write(("    " * (section.level - 2)) + section.heading, size=10.0, after=0.5)
+        pdf.ln(3)
+    for section in document.sections:
+        writer.heading(section.heading, section.level)
+        for statement in section.statements:
+            writer.write(_line(statement))
+        if section.sources:
+            writer.write("Sources on this theme: " + marker(section.sources), size=9.5)
+        if section.table is not None:
+            writer.table(section)
+    if document.caveats:
+        writer.heading("Caveats", 2)
+        for caveat in document.caveats:
+            writer.write(f"- {caveat}", size=9.5)
+    writer.heading("References", 2)
+    if not document.references:
+        writer.write("No sources were cited.")
+    for reference in document.references:
+        entry = f"[{reference.number}] {reference.title}"
+        if reference.locator and reference.locator != reference.title:
+            entry += f" — {reference.locator}"
+        if reference.location:
+            entry += f" ({reference.location})"
+        writer.write(entry, size=9.5)
+    return bytes(pdf.output())
