@@ -2,12 +2,14 @@
 Hebrew and Arabic letters print; characters the font has no glyph for (most emoji) print as "?" rather than as
 empty boxes. The font is Debian's ``fonts-dejavu-core`` (``/usr/share/fonts/truetype/dejavu``; the Dockerfile and
 setup install it); without it the PDF falls back to the built-in Helvetica and Latin-1, saying so in the log.
-Right-to-left text is written in its stored (logical) order: shaping it needs uharfbuzz, a compiled wheel.
+Right-to-left lines are put in visual order with fpdf2's own (pure-Python) Unicode bidi algorithm; Arabic letters
+keep their isolated forms (contextual shaping needs uharfbuzz, a compiled wheel).
 Headings become PDF bookmarks; long reports open with a table of contents."""
 
 from __future__ import annotations
 
 import logging
+import unicodedata
 from functools import cache
 from pathlib import Path
 
@@ -23,6 +25,7 @@ FONT_DIRS = (
     Path("/Library/Fonts"),
 )
 FAMILY = "DejaVuSans"
+LONG_WORD = 40  # a line holding a longer word (a URL) is broken anywhere, not only between words
 _SIZES = {1: 17.0, 2: 13.5, 3: 11.5}
 
 
@@ -66,12 +69,25 @@ class _Writer:
         return "".join(char if ord(char) in self.glyphs or char in "\n\t" else "?" for char in value)
 
     def write(self, value: str, *, size: float = 10.5, bold: bool = False, after: float = 1.5) -> None:
-        from fpdf.enums import WrapMode, XPos, YPos
+        from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
 
         self.pdf.set_font(self.family, "B" if bold else "", size)
-        self.pdf.multi_cell(
-            0, size * 0.5, self.text(value), new_x=XPos.LMARGIN, new_y=YPos.NEXT, wrapmode=WrapMode.CHAR
-        )
+        text = self.text(value)
+        wrap = WrapMode.CHAR if any(len(word) > LONG_WORD for word in text.split()) else WrapMode.WORD
+        if not any(unicodedata.bidirectional(char) in ("R", "AL") for char in text):
+            self.pdf.multi_cell(0, size * 0.5, text, align="L", new_x=XPos.LMARGIN, new_y=YPos.NEXT, wrapmode=wrap)
+        else:  # right-to-left script: wrapped in logical order, each line then written in visual order
+            from fpdf.bidi import BidiParagraph, auto_detect_base_direction
+            from fpdf.enums import TextDirection
+
+            base = auto_detect_base_direction(text)
+            lines = self.pdf.multi_cell(
+                0, size * 0.5, text, dry_run=True, output=MethodReturnValue.LINES, wrapmode=wrap
+            )
+            for line in lines:
+                visual = BidiParagraph(text=line, base_direction=base).get_reordered_string()
+                align = "R" if base == TextDirection.RTL else "L"
+                self.pdf.multi_cell(0, size * 0.5, visual, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.pdf.ln(after)
 
     def heading(self, value: str, level: int) -> None:
