@@ -74,9 +74,20 @@ class Reference:
 
     number: int
     title: str
-    locator: str  # the URL, file name or id a reader follows
-    url: str | None  # set when ``locator`` is a web address
+    url: str | None  # a web address a reader can open
+    file_name: str | None  # the knowledge-base file it came from
+    other: str | None  # else the source's own id or label
     location: str  # where the cited passages sit in the source ("§ Methods, passage 2 of 5")
+
+    def where(self) -> list[str]:
+        """What a reader follows to the source: its URL, its file, or its id (each at most once)."""
+        parts = [part for part in (self.url, self.file_name, self.other) if part and part != self.title]
+        return list(dict.fromkeys(parts))
+
+    def text(self) -> str:
+        """The entry as plain text: ``[n] Title — URL — file (location)``."""
+        entry = " — ".join([f"[{self.number}] {self.title}", *self.where()])
+        return f"{entry} ({self.location})" if self.location else entry
 
 
 @dataclass
@@ -92,12 +103,13 @@ class ReportDocument:
 
 
 def _reference(citation: Citation) -> Reference:
-    url = citation.url if citation.url and re.match(r"https?://", citation.url) else None
-    locator = clean(citation.file_name or url or citation.label or citation.source_id or citation.source_type)
+    url = clean(citation.url) if citation.url and re.match(r"https?://", citation.url) else None
+    file_name = clean(citation.file_name) or None
+    other = None if url or file_name else clean(citation.label or citation.source_id or citation.source_type)
     locations = [clean(passage.location) for passage in citation.passages if passage.location]
     location = clean(citation.location) or "; ".join(dict.fromkeys(locations))
-    title = clean(citation.title) or locator or f"source {citation.number}"
-    return Reference(citation.number, title, locator, clean(url) or None, location)
+    title = clean(citation.title) or url or file_name or other or f"source {citation.number}"
+    return Reference(citation.number, title, url, file_name, other, location)
 
 
 def _about(report: DeepReport) -> list[str]:

@@ -55,11 +55,7 @@ def to_docx(document: ReportDocument) -> bytes:
     if not document.references:
         doc.add_paragraph("No sources were cited.")
     for reference in document.references:
-        entry = f"[{reference.number}] {reference.title}"
-        if reference.locator and reference.locator != reference.title:
-            entry += f" — {reference.locator}"
-        if reference.location:
-            entry += f" ({reference.location})"
+        entry = reference.text()
         doc.add_paragraph(entry)
     out = io.BytesIO()
     doc.save(out)

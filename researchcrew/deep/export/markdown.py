@@ -72,9 +72,9 @@ def to_markdown(document: ReportDocument) -> str:
     if not document.references:
         lines += ["No sources were cited.", ""]
     for reference in document.references:
-        entry = f"[{reference.number}] {escape(reference.title, line=False)}"
-        if reference.locator and reference.locator != reference.title:
-            entry += " — " + _link(reference.url, reference.locator)
+        parts = [f"[{reference.number}] {escape(reference.title, line=False)}"]
+        parts += [_link(part, part) if part == reference.url else escape(part) for part in reference.where()]
+        entry = " — ".join(parts)
         if reference.location:
             entry += f" ({escape(reference.location)})"
         lines += [entry + "  ", ""]

@@ -143,10 +143,6 @@ def to_pdf(document: ReportDocument) -> bytes:
     if not document.references:
         writer.write("No sources were cited.")
     for reference in document.references:
-        entry = f"[{reference.number}] {reference.title}"
-        if reference.locator and reference.locator != reference.title:
-            entry += f" — {reference.locator}"
-        if reference.location:
-            entry += f" ({reference.location})"
+        entry = reference.text()
         writer.write(entry, size=9.5)
     return bytes(pdf.output())
