@@ -12,6 +12,7 @@ import logging
 import unicodedata
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 from researchcrew.deep.export.document import ReportDocument, Section, Statement, marker
 
@@ -81,10 +82,10 @@ class _Writer:
             from fpdf.enums import TextDirection
 
             base = auto_detect_base_direction(text)
-            lines = self.pdf.multi_cell(
+            lines = self.pdf.multi_cell(  # with output=LINES: the wrapped lines
                 0, size * 0.5, text, dry_run=True, output=MethodReturnValue.LINES, wrapmode=wrap
             )
-            for line in lines:
+            for line in cast("list[str]", lines):
                 visual = BidiParagraph(text=line, base_direction=base).get_reordered_string()
                 align = "R" if base == TextDirection.RTL else "L"
                 self.pdf.multi_cell(0, size * 0.5, visual, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
