@@ -358,6 +358,7 @@ async def llm_retry(
         for record in contradictions
         if not (index.number(record.chunk_id_a) in shown and index.number(record.chunk_id_b) in shown)
     ]
-    draft = AnswerDraft(sections=[*draft.sections, *_cross_sections(missing, index.chunks)])
+    shaped = (shape or ReportShape()).sections(draft.sections)
+    draft = AnswerDraft(sections=[*shaped, *_cross_sections(missing, index.chunks)])
     response = _finish(query, index.chunks, draft, contradictions, "generated", [])
     return ReportDraft(response, index.chunks, contradictions)

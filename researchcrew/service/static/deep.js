@@ -4,7 +4,7 @@
 // Same rules as app.js: text from the service goes into the page as text (DOM nodes), the report's Markdown through
 // app.js's renderMarkdown (raw HTML off). The API: POST /v1/sessions/{id}/messages with mode "deep", then
 // /v1/deep-runs/{id}/clarification, /plan and /cancel, each read as server-sent events (phase, stage, source, text,
-// then run, then done).
+// then run, then done). A completed run's report downloads from /v1/deep-runs/{id}/report?format=md|html|pdf|docx.
 "use strict";
 
 (() => {
