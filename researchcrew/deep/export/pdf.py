@@ -9,10 +9,10 @@ Headings become PDF bookmarks; long reports open with a table of contents."""
 from __future__ import annotations
 
 import logging
+import re
 import unicodedata
 from functools import cache
 from pathlib import Path
-from typing import cast
 
 from researchcrew.deep.export.document import ReportDocument, Section, Statement, marker
 
@@ -26,7 +26,9 @@ FONT_DIRS = (
     Path("/Library/Fonts"),
 )
 FAMILY = "DejaVuSans"
-LONG_WORD = 40  # a line holding a longer word (a URL) is broken anywhere, not only between words
+BREAK_AFTER = frozenset("/?&=-_")  # where a word longer than a line is best cut
+LONG_WORD = 40  # in table cells (wrapped by fpdf2), longer words get break opportunities
+_ZWSP = "\u200b"  # a zero-width space: fpdf2 breaks lines there
 _SIZES = {1: 17.0, 2: 13.5, 3: 11.5}
 
 
@@ -63,32 +65,76 @@ class _Writer:
             self.pdf.add_font(FAMILY, "", str(files[0]))
             self.pdf.add_font(FAMILY, "B", str(files[1]))
             self.family, self.glyphs = FAMILY, _glyphs(files[0])
+        self._widths: dict[tuple[str, str, float, str], float] = {}
 
     def text(self, value: str) -> str:
         if self.glyphs is None:
             return value.encode("latin-1", "replace").decode("latin-1")
         return "".join(char if ord(char) in self.glyphs or char in "\n\t" else "?" for char in value)
 
+    def _width(self, char: str) -> float:
+        key = (self.pdf.font_family, self.pdf.font_style, self.pdf.font_size_pt, char)
+        width = self._widths.get(key)
+        if width is None:
+            width = self._widths[key] = self.pdf.get_string_width(char)
+        return width
+
+    def lines(self, text: str) -> list[str]:
+        """``text`` wrapped to the page width, in one pass (fpdf2's own wrapping measures each line again for every
+        character: quadratic, and minutes for a page of long URLs). Words longer than a line break after "/", "?",
+        "&", "=", "-" or "_" when they can, else where the line is full."""
+        room = self.pdf.epw - 1.0
+        space = self._width(" ")
+        lines: list[str] = []
+        line, used = "", 0.0
+        for word in text.split():
+            widths = [self._width(char) for char in word]
+            width = sum(widths)
+            if line and used + space + width <= room:
+                line, used = f"{line} {word}", used + space + width
+                continue
+            start = 0
+            if line and width > room and room - used - space > room / 4:  # a long word starts on this line
+                line, used = f"{line} ", used + space
+            elif line:
+                lines.append(line)
+                line, used = "", 0.0
+            while used + width > room:  # a word longer than the line's room: cut it
+                cut, taken, soft = start, used, 0
+                while cut < len(word) and taken + widths[cut] <= room:
+                    taken += widths[cut]
+                    cut += 1
+                    if word[cut - 1] in BREAK_AFTER:
+                        soft = cut
+                cut = max(start + 1, soft if soft - start > (cut - start) // 2 else cut)
+                lines.append(line + word[start:cut])
+                width -= sum(widths[start:cut])
+                start, line, used = cut, "", 0.0
+            line, used = word[start:], width
+        if line or not lines:
+            lines.append(line)
+        return lines
+
     def write(self, value: str, *, size: float = 10.5, bold: bool = False, after: float = 1.5) -> None:
-        from fpdf.enums import MethodReturnValue, WrapMode, XPos, YPos
+        from fpdf.enums import XPos, YPos
 
         self.pdf.set_font(self.family, "B" if bold else "", size)
         text = self.text(value)
-        wrap = WrapMode.CHAR if any(len(word) > LONG_WORD for word in text.split()) else WrapMode.WORD
-        if not any(unicodedata.bidirectional(char) in ("R", "AL") for char in text):
-            self.pdf.multi_cell(0, size * 0.5, text, align="L", new_x=XPos.LMARGIN, new_y=YPos.NEXT, wrapmode=wrap)
-        else:  # right-to-left script: wrapped in logical order, each line then written in visual order
-            from fpdf.bidi import BidiParagraph, auto_detect_base_direction
-            from fpdf.enums import TextDirection
+        rtl = any(unicodedata.bidirectional(char) in ("R", "AL") for char in text)
+        base = None
+        if rtl:  # right-to-left script: wrapped in logical order, each line then written in visual order
+            from fpdf.bidi import auto_detect_base_direction
 
             base = auto_detect_base_direction(text)
-            lines = self.pdf.multi_cell(  # with output=LINES: the wrapped lines
-                0, size * 0.5, text, dry_run=True, output=MethodReturnValue.LINES, wrapmode=wrap
-            )
-            for line in cast("list[str]", lines):
-                visual = BidiParagraph(text=line, base_direction=base).get_reordered_string()
-                align = "R" if base == TextDirection.RTL else "L"
-                self.pdf.multi_cell(0, size * 0.5, visual, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        from fpdf.bidi import BidiParagraph
+        from fpdf.enums import TextDirection
+
+        align = "R" if base == TextDirection.RTL else "L"
+        for line in self.lines(text):
+            shown = line
+            if base is not None and any(unicodedata.bidirectional(char) in ("R", "AL") for char in line):
+                shown = BidiParagraph(text=line, base_direction=base).get_reordered_string()
+            self.pdf.cell(0, size * 0.5, shown, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.pdf.ln(after)
 
     def heading(self, value: str, level: int) -> None:
@@ -100,11 +146,28 @@ class _Writer:
         from fpdf.enums import WrapMode
 
         self.pdf.set_font(self.family, "", 8.5)
-        with self.pdf.table(wrapmode=WrapMode.CHAR, line_height=4.2, first_row_as_headings=True) as table:
-            table.row([self.text(cell) for cell in section.table.header])
+        with self.pdf.table(wrapmode=WrapMode.WORD, line_height=4.2, first_row_as_headings=True) as table:
+            table.row([breakable(self.text(cell)) for cell in section.table.header])
             for cells in section.table.rows:
-                table.row([self.text(_line(cell)) for cell in cells])
+                table.row([breakable(self.text(_line(cell))) for cell in cells])
         self.pdf.ln(2)
+
+
+def breakable(text: str) -> str:
+    """``text`` with line-break opportunities (zero-width spaces) inside words longer than ``LONG_WORD`` (for table
+    cells, which fpdf2 wraps itself)."""
+    if all(len(word) <= LONG_WORD for word in text.split()):
+        return text
+    words = []
+    for word in text.split(" "):
+        if len(word) <= LONG_WORD:
+            words.append(word)
+            continue
+        pieces = re.split(r"(?<=[/?&=_-])", word)
+        words.append(
+            _ZWSP.join(piece[i : i + LONG_WORD] for piece in pieces if piece for i in range(0, len(piece), LONG_WORD))
+        )
+    return " ".join(words)
 
 
 def _line(statement: Statement) -> str:
