@@ -297,6 +297,9 @@ class DeepRun(Contract):
     )
     clarification: ClarificationRequest | None = Field(default=None, description="The questions asked, if any.")
     plan: ResearchPlan | None = Field(default=None, description="The proposed plan (approved once research began).")
+    options: DeepOptions | None = Field(
+        default=None, description="The run's options as stored with it (length, type, limits), once it has paused."
+    )
     report: DeepReport | None = Field(default=None, description="The report, once completed.")
     error: str | None = Field(default=None, description="Why it failed.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it started (UTC).")

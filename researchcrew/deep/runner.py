@@ -415,6 +415,7 @@ def view(record: DeepRunRecord) -> DeepRun:
         feedback_received=paused and record.feedback is not None,
         clarification=clarification,
         plan=plan,
+        options=DeepOptions.model_validate(state["options"]) if state.get("options") else None,
         report=report,
         error=record.error,
         created_at=record.created_at,

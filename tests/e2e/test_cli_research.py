@@ -106,10 +106,12 @@ def test_a_real_run_over_the_demo_corpus_exports_every_format(data_dir: Path, tm
     from tests.deep.export_support import docx_text, markers, pdf_text
 
     pdf_path = tmp_path / "report.pdf"
-    shown = run(data_dir, QUESTION, "--yes", "--json", "--max-items", "3", "--length", "brief", "-o", str(pdf_path))
+    options = ("--max-items", "3", "--length", "brief", "--type", "literature_review")
+    shown = run(data_dir, QUESTION, "--yes", "--json", *options, "-o", str(pdf_path))
     finished = DeepRun.model_validate(json.loads(shown))
     report = finished.report
-    assert report is not None and report.length == "brief" and report.response.citations
+    assert report is not None and report.response.citations
+    assert (report.length, report.report_type) == ("brief", "literature_review") and report.themes
     paths = {"pdf": pdf_path, "docx": tmp_path / "report.docx", "md": tmp_path / "out.md"}
     run(data_dir, "--run", finished.run_id, "-o", str(paths["docx"]))
     run(data_dir, "--run", finished.run_id, "-o", str(paths["md"]))

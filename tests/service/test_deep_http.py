@@ -359,8 +359,14 @@ async def test_a_finished_report_downloads_in_every_format(ada: Client, bob: Cli
     bad = await ada.http.get(f"/v1/deep-runs/{run_id}/report?format=odt", headers=ada.headers)
     assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
 
-    paused = await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": {"max_subquestions": 2}})
+    deep = {"max_subquestions": 2, "length": "detailed", "report_type": "comparison"}
+    paused = await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": deep})
     waiting = paused.json()["run_id"]
+    stored = DeepRun.model_validate((await ada.run(waiting)).json())
+    assert stored.options is not None and (stored.options.length, stored.options.report_type) == (
+        "detailed",
+        "comparison",
+    )
     conflict = assert_problem(
         await ada.http.get(f"/v1/deep-runs/{waiting}/report?format=docx", headers=ada.headers), 409, "deep-run-conflict"
     )
