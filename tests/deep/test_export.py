@@ -189,3 +189,26 @@ def test_the_format_comes_from_the_extension_or_is_named() -> None:
         format_for("report.txt")
     with pytest.raises(ConfigurationError, match="unknown report format 'odt'"):
         format_for(None, "odt")
+
+
+def test_a_literature_review_lists_each_themes_sources_by_title_in_every_format() -> None:
+    from researchcrew.contracts.deep import ReviewTheme
+
+    hostile = citation(3, "[x](javascript:alert(1)) <b>Dorfman</b>", url="https://example.org/d")
+    report = make_report("Q?", SECTIONS[:2], [*CITATIONS[:2], hostile]).model_copy(
+        update={
+            "report_type": "literature_review",
+            "themes": [
+                ReviewTheme(theme="What is pooled testing?", sources=[1, 3]),
+                ReviewTheme(theme="What limits it?", sources=[2]),
+            ],
+        }
+    )
+    line = "Sources on this theme: [1] Pooled testing; [3] [x](javascript:alert(1)) <b>Dorfman</b>"
+    for fmt, text in _texts(report).items():
+        flat = " ".join(text.split())
+        assert line in flat.replace("\\", ""), fmt
+        assert "Sources on this theme: [2] Dilution in pools" in flat, fmt
+    page = lxml.html.document_fromstring(export_report(report, "html").content)
+    assert not [a for a in page.iter("a") if "javascript" in (a.get("href") or "")]
+    assert not list(page.iter("b"))

@@ -63,7 +63,13 @@ class Section:
     heading: str
     anchor: str
     statements: list[Statement] = field(default_factory=list)
-    sources: list[int] = field(default_factory=list)  # a literature review theme's sources
+    sources: list[tuple[int, str]] = field(default_factory=list)  # a literature review theme's sources: number, title
+
+    def sources_line(self) -> str:
+        """``Sources on this theme: [1] Title; [3] Title`` (empty without sources)."""
+        listed = "; ".join(f"[{number}] {title}" for number, title in self.sources)
+        return f"Sources on this theme: {listed}" if listed else ""
+
     table: Table | None = None
     level: int = 2
 
@@ -149,7 +155,13 @@ def report_document(report: DeepReport) -> ReportDocument:
     """The report as blocks (see the module docstring)."""
     taken: set[str] = set()
     sections: list[Section] = []
-    themes = {clean(theme.theme).lower(): theme.sources for theme in report.themes}
+    titles = {
+        citation.number: clean(citation.title) or f"source {citation.number}" for citation in report.response.citations
+    }
+    themes = {
+        clean(theme.theme).lower(): [(n, titles.get(n, f"source {n}")) for n in theme.sources]
+        for theme in report.themes
+    }
     for answer in report.response.sections:
         statements = [
             Statement(clean(claim.text), tuple(claim.citations)) for claim in answer.claims if clean(claim.text)

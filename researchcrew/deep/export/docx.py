@@ -36,7 +36,7 @@ def to_docx(document: ReportDocument) -> bytes:
         for statement in section.statements:
             doc.add_paragraph(_line(statement))
         if section.sources:
-            doc.add_paragraph("Sources on this theme: " + marker(section.sources))
+            doc.add_paragraph(section.sources_line())
         if section.table is not None:
             table = doc.add_table(rows=1, cols=len(section.table.header))
             table.style = "Table Grid"

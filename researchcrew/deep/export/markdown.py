@@ -41,7 +41,8 @@ def _section(section: Section) -> list[str]:
     lines = ["#" * section.level + " " + escape(section.heading, line=False), ""]
     lines += [_statement(statement) + "\n" for statement in section.statements]
     if section.sources:
-        lines += ["Sources on this theme: " + marker(section.sources), ""]
+        listed = "; ".join(f"[{number}] {escape(title, line=False)}" for number, title in section.sources)
+        lines += [f"Sources on this theme: {listed}", ""]
     if section.table is not None:
         lines += [*_table(section.table), ""]
     return lines

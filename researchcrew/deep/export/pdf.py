@@ -196,7 +196,7 @@ def to_pdf(document: ReportDocument) -> bytes:
         for statement in section.statements:
             writer.write(_line(statement))
         if section.sources:
-            writer.write("Sources on this theme: " + marker(section.sources), size=9.5)
+            writer.write(section.sources_line(), size=9.5)
         if section.table is not None:
             writer.table(section)
     if document.caveats:
