@@ -10,6 +10,8 @@ import re
 import lxml.html
 import pytest
 from docx import Document
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from researchcrew.deep.export import FORMATS, MEDIA_TYPES, export_report, file_name, format_for
 from researchcrew.deep.export.document import TOC_MIN_SECTIONS
@@ -212,3 +214,17 @@ def test_a_literature_review_lists_each_themes_sources_by_title_in_every_format(
     page = lxml.html.document_fromstring(export_report(report, "html").content)
     assert not [a for a in page.iter("a") if "javascript" in (a.get("href") or "")]
     assert not list(page.iter("b"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=4))
+def test_any_statement_text_reads_back_literally_from_markdown_and_html(texts: list[str]) -> None:
+    from researchcrew.deep.export.document import clean
+
+    kept = [text for text in texts if clean(text)]
+    report = make_report("Q?", [("1. Q?", [(text, [1]) for text in kept])], CITATIONS[:1])
+    page = lxml.html.document_fromstring(export_report(report, "html").content)
+    assert len(page.findall(".//h2")) == 2 and not page.findall(".//script")  # the section and References
+    shown = " ".join(page.text_content().split())
+    for text in kept:
+        assert f"{clean(text)} [1]" in shown
