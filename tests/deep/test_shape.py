@@ -158,3 +158,76 @@ async def test_with_an_llm_the_prompts_carry_the_length_and_type(
     style = "Style: concise." if length == "brief" else "Style: detailed."
     words = "and 150 words" if length == "brief" else "and 2000 words"
     assert all(style in p and words in p for p in answers), answers[0][-800:]
+
+
+def _draft(*sections: tuple[str, list[tuple[str, list[int]]]]) -> list[Any]:
+    from researchcrew.contracts.synthesizer import DraftClaim, DraftSection
+
+    return [
+        DraftSection(heading=heading, perspective=None, claims=[DraftClaim(text=t, citations=c) for t, c in claims])
+        for heading, claims in sections
+    ]
+
+
+SECTIONS = (
+    ("1. What is pooled testing?", [("Dorfman screening pools blood.", [3]), ("Adaptive pooling retests.", [1])]),
+    ("1.2 Adaptive pooling", [("Adaptive pooling saves tests.", [2]), ("Dorfman screening is older.", [1])]),
+    ("", [("An untitled continuation about adaptive pooling.", [4])]),
+    ("2. What limits it?", [("Dilution limits pools.", [2])]),
+)
+
+
+def test_brief_keeps_two_statements_per_sub_question_across_its_sections() -> None:
+    shaped = ReportShape("brief").sections(_draft(*SECTIONS))
+    assert [(s.heading, [c.text for c in s.claims]) for s in shaped] == [
+        ("1. What is pooled testing?", ["Dorfman screening pools blood.", "Adaptive pooling retests."]),
+        ("2. What limits it?", ["Dilution limits pools."]),
+    ]
+    assert ReportShape("standard").sections(_draft(*SECTIONS)) == _draft(*SECTIONS)
+
+
+def test_a_review_merges_a_themes_sections_source_by_source_and_a_comparison_subject_by_subject() -> None:
+    review = ReportShape("standard", "literature_review").sections(_draft(*SECTIONS))
+    assert [s.heading for s in review] == ["1. What is pooled testing?", "2. What limits it?"]
+    assert [min(c.citations) for c in review[0].claims] == [1, 1, 2, 3, 4]
+    compare = ReportShape("standard", "comparison", ("Adaptive pooling", "Dorfman screening")).sections(
+        _draft(*SECTIONS)
+    )
+    texts = [c.text for c in compare[0].claims]
+    assert texts == [
+        "Adaptive pooling retests.",
+        "Adaptive pooling saves tests.",
+        "An untitled continuation about adaptive pooling.",
+        "Dorfman screening pools blood.",
+        "Dorfman screening is older.",
+    ]
+
+
+def test_a_comparison_without_named_subjects_compares_its_most_cited_sources() -> None:
+    from researchcrew.contracts import FinalResponse, Query
+    from researchcrew.contracts.deep import PlanItem, ResearchPlan
+    from researchcrew.contracts.synthesizer import AnswerSection, Citation, Claim
+
+    response = FinalResponse(
+        query=Query(text="Q", user_id="u", session_id="s"),
+        answer="",
+        sections=[
+            AnswerSection(
+                heading="1. Methods?",
+                claims=[Claim(text="A pools.", citations=[1]), Claim(text="B retests.", citations=[2])],
+            ),
+            AnswerSection(heading="2. Limits?", claims=[Claim(text="A dilutes.", citations=[1])]),
+        ],
+        citations=[
+            Citation(number=1, chunk_id="a", source_type="rag", title="Source A"),
+            Citation(number=2, chunk_id="b", source_type="rag", title="Source B"),
+        ],
+    )
+    plan = ResearchPlan(
+        question="Q", items=[PlanItem(id=1, question="Methods?"), PlanItem(id=2, question="Limits?")], max_items=5
+    )
+    table = ReportShape("standard", "comparison").table(response, plan)
+    assert table is not None and table.subjects == ["[1] Source A", "[2] Source B"]
+    assert [row.cells for row in table.rows] == [["A pools.", "B retests."], ["A dilutes.", ""]]
+    assert [row.citations for row in table.rows] == [[[1], [2]], [[1], []]]
+    assert ReportShape("standard", "report").table(response, plan) is None
