@@ -233,10 +233,46 @@
     return bar;
   }
 
+  // A comparison's table (aspects × subjects) and a literature review's sources per theme, as text.
+  function shapeViews(report) {
+    const views = [];
+    const titles = new Map((report.response.citations || []).map((c) => [c.number, c.title || c.label || ""]));
+    const cited = (numbers) => (numbers || []).map((n) => `[${n}]`).join("");
+    if (report.comparison && report.comparison.rows.length) {
+      views.push(el("h3", "sources-title", "Comparison"));
+      const table = el("table", "deep-comparison");
+      const head = el("tr", null);
+      for (const name of ["Aspect", ...report.comparison.subjects]) head.append(el("th", null, name));
+      table.append(head);
+      for (const row of report.comparison.rows) {
+        const line = el("tr", null);
+        line.append(el("td", null, row.aspect));
+        row.cells.forEach((cell, index) => {
+          line.append(el("td", null, cell ? `${cell} ${cited(row.citations[index])}` : "not found in the evidence"));
+        });
+        table.append(line);
+      }
+      views.push(table);
+    }
+    if ((report.themes || []).length) {
+      views.push(el("h3", "sources-title", "Sources per theme"));
+      const list = el("ul", "deep-themes");
+      for (const theme of report.themes) {
+        const item = el("li", null, theme.theme);
+        const sources = theme.sources.map((n) => `[${n}] ${titles.get(n) || ""}`.trim()).join("; ");
+        item.append(el("div", "detail", sources || "no source cited"));
+        list.append(item);
+      }
+      views.push(list);
+    }
+    return views;
+  }
+
   function reportView(report, root) {
     const wrapper = el("div", "deep-report");
     wrapper.append(downloadBar(report));
     wrapper.append(rc.answerView({ ...report.response, partial: report.partial }, root));
+    wrapper.append(...shapeViews(report));
     const quality = report.quality[report.quality.length - 1];
     if (quality) {
       wrapper.append(el("h3", "sources-title", "Quality"));
