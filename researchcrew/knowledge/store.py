@@ -370,13 +370,22 @@ class CollectionStore:
         params = schema.dense_search_params(lite=self.lite, limit=limit)
         return self._search(schema.DENSE, [vector], limit, expression, params)
 
-    def search_bm25(self, analysed_query: str, limit: int, expression: str) -> list[dict[str, Any]]:
+    def search_bm25(
+        self, analysed_query: str, limit: int, expression: str, fields: Sequence[str] = schema.OUTPUT_FIELDS
+    ) -> list[dict[str, Any]]:
+        """BM25 hits with ``fields`` (all a hit needs by default; a score-only lookup asks for the key alone)."""
         if not analysed_query.strip():
             return []  # nothing to match (a query of stop words only)
-        return self._search(schema.SPARSE, [analysed_query], limit, expression, {"metric_type": "BM25"})
+        return self._search(schema.SPARSE, [analysed_query], limit, expression, {"metric_type": "BM25"}, fields)
 
     def _search(
-        self, field: str, data: list[Any], limit: int, expression: str, params: dict[str, Any]
+        self,
+        field: str,
+        data: list[Any],
+        limit: int,
+        expression: str,
+        params: dict[str, Any],
+        fields: Sequence[str] = schema.OUTPUT_FIELDS,
     ) -> list[dict[str, Any]]:
         result = self._call(
             f"search {field}",
@@ -386,7 +395,7 @@ class CollectionStore:
                 anns_field=field,
                 limit=limit,
                 filter=expression,
-                output_fields=schema.OUTPUT_FIELDS,
+                output_fields=list(fields),
                 search_params=params,
                 **kw,
             ),
