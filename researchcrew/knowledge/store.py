@@ -12,6 +12,7 @@ the message, and bounds each call by ``settings.milvus.timeout_s``.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -79,6 +80,25 @@ def _skip_per_character_string_check() -> None:
 
     if getattr(entity_helper, "CHECK_STR_ARRAY", None) is True:
         entity_helper.CHECK_STR_ARRAY = False
+
+
+def _skip_scipy_probe() -> None:
+    """Spare the first search of a process pymilvus' import of ``scipy.sparse``.
+
+    pymilvus 3 asks of every search's query data whether it is a SciPy sparse matrix (``SciPyHelper``), and to ask
+    it imports ``scipy.sparse`` on first use: about a fifth of a second of a one-off ``researchcrew ask`` (issue 19)
+    for a question whose answer here is always no (we send text and lists of floats; sparse vectors are made by
+    Milvus' BM25 function). The helper is told SciPy's sparse classes are absent, as it would find on a machine
+    without SciPy. When ``scipy.sparse`` is already imported (another library uses it), nothing changes.
+    """
+    from pymilvus.client import utils
+
+    helper = getattr(utils, "SciPyHelper", None)
+    if helper is None or getattr(helper, "_checked", True) or "scipy.sparse" in sys.modules:
+        return
+    helper._matrix_available = False
+    helper._array_available = False
+    helper._checked = True
 
 
 _PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
@@ -170,6 +190,7 @@ class CollectionStore:
         from pymilvus import MilvusClient
 
         _skip_per_character_string_check()  # once per process is enough; every later connect finds it done
+        _skip_scipy_probe()
         milvus = self._settings.milvus
         if self.lite:
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
