@@ -100,8 +100,7 @@ async def guarded(operation: str, work: Awaitable[T], *, error: type[Exception] 
     except (ToolError, ResourceError):
         raise
     except ValidationError as problem:
-        reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in problem.errors())
-        raise error(one_line(f"invalid input: {reasons}")) from problem
+        raise error(invalid_input(problem)) from problem
     except ResearchCrewError as problem:
         raise error(one_line(str(problem))) from problem
     except Exception as problem:  # the door's one outermost guard: a bug becomes one line here, the traceback a log
@@ -109,6 +108,25 @@ async def guarded(operation: str, work: Awaitable[T], *, error: type[Exception] 
         raise error(
             f"{operation} failed unexpectedly ({type(problem).__name__}); the server log has the details"
         ) from problem
+
+
+def invalid_input(problem: ValidationError) -> str:
+    reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in problem.errors())
+    return one_line(f"invalid input: {reasons}")
+
+
+class ResearchServer(FastMCP[Any]):
+    """FastMCP whose tool errors are one line: the SDK puts its own argument validation's message (several lines of
+    Pydantic's) into the error as it is."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
+        try:
+            return await super().call_tool(name, arguments)
+        except ToolError as error:
+            cause = error.__cause__
+            if isinstance(cause, ValidationError):  # the arguments did not fit the tool's signature
+                raise ToolError(f"Error executing tool {name}: {invalid_input(cause)}") from error
+            raise ToolError(one_line(str(error))) from error
 
 
 def _tool_result(text: str, structured: BaseModel) -> CallToolResult:
@@ -126,7 +144,10 @@ SessionArg = Annotated[
 
 def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
     """The MCP server over ``door``. ``settings`` are FastMCP's (``stateless_http``, ``transport_security``...)."""
-    server: FastMCP[Any] = FastMCP(SERVER_NAME, instructions=INSTRUCTIONS, streamable_http_path="/", **settings)
+    # log_level: FastMCP calls logging.basicConfig with it; a process whose logging is not configured yet keeps
+    # the default level rather than turning on INFO for every library.
+    options: dict[str, Any] = {"log_level": "WARNING", **settings}
+    server = ResearchServer(SERVER_NAME, instructions=INSTRUCTIONS, streamable_http_path="/", **options)
 
     async def session_for(user_id: str, session_id: str | None, question: str) -> str:
         chosen = session_id or uuid.uuid4().hex
@@ -241,7 +262,9 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
         return await guarded("list_sessions", work())
 
     @server.resource("researchcrew://sessions/{session_id}", mime_type="text/markdown", title="A session's history")
-    async def session_history(session_id: str, ctx: Context[Any, Any, Any]) -> str:
+    # Resource functions take the bare ``Context``: the SDK validates their arguments, and a parametrized
+    # ``Context[...]`` annotation makes it rebuild the context without its request (mcp 1.30).
+    async def session_history(session_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """The questions and cited answers of one of your sessions, oldest first."""
 
         async def work() -> str:
@@ -254,7 +277,7 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
         return await guarded("reading a session", work(), error=ResourceError)
 
     @server.resource("researchcrew://reports/{run_id}", mime_type="text/markdown", title="A deep-research report")
-    async def research_report(run_id: str, ctx: Context[Any, Any, Any]) -> str:
+    async def research_report(run_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """The report of one of your finished deep-research runs, with its numbered sources."""
 
         async def work() -> str:
