@@ -27,6 +27,7 @@ server would make us write each of those by hand.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -129,9 +130,17 @@ class ResearchServer(FastMCP[Any]):
             raise ToolError(one_line(str(error))) from error
 
 
-def _tool_result(text: str, structured: BaseModel) -> CallToolResult:
+OPERATION_MS = "researchcrew/operation_ms"  # _meta key: the runtime operation's own time, measured in the server
+
+
+def _tool_result(text: str, structured: BaseModel, operation_s: float | None = None) -> CallToolResult:
+    """The result: ``text`` for the reader, ``structured`` as structured content, and how long the runtime operation
+    took in ``_meta`` (what the door adds to a call is the caller's time minus this)."""
+    meta = {OPERATION_MS: round(operation_s * 1000, 3)} if operation_s is not None else None
     return CallToolResult(
-        content=[TextContent(type="text", text=text)], structuredContent=structured.model_dump(mode="json")
+        content=[TextContent(type="text", text=text)],
+        structuredContent=structured.model_dump(mode="json"),
+        _meta=meta,
     )
 
 
@@ -184,10 +193,13 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
             chosen = await session_for(user_id, session_id, question)
             request = request.model_copy(update={"session_id": chosen})
             async with ProgressRelay(ctx) as progress:
+                started = time.perf_counter()
                 response = await door.runtime().ask(request, on_event=progress.stage)
+                finished = time.perf_counter()
             await (await door.sessions()).touch(user_id, chosen, question=question)
             answer = results.ask_result(response, chosen)
-            return _tool_result(answer.answer + results.sources_text(answer.citations), answer)
+            text = answer.answer + results.sources_text(answer.citations)
+            return _tool_result(text, answer, finished - started)
 
         return await guarded("ask", work())
 
@@ -200,9 +212,11 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
         """Passages of the local knowledge base that match the query, with their sources; no answer is written."""
 
         async def work() -> CallToolResult:
+            started = time.perf_counter()
             found = await door.runtime().search_knowledge_base(
                 query, user_id=door.user_of(ctx), num_results=num_results
             )
+            operation_s = time.perf_counter() - started
             if found.failure is not None:
                 raise ToolError(
                     one_line(
@@ -210,7 +224,7 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
                     )
                 )
             result = results.SearchResult(query=query, passages=[results.passage(chunk) for chunk in found.chunks])
-            return _tool_result(results.passages_text(result), result)
+            return _tool_result(results.passages_text(result), result, operation_s)
 
         return await guarded("search_knowledge_base", work())
 

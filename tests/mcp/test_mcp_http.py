@@ -14,6 +14,7 @@ from mcp.shared.context import RequestContext
 from mcp.shared.exceptions import McpError
 from mcp.types import ElicitRequestParams, ElicitResult, TextContent
 
+from researchcrew.mcp_server.server import OPERATION_MS
 from researchcrew.testing import FakeTool
 from tests.deep.corpus import CorpusTool
 from tests.mcp.support import ProgressLog, http_session, mcp_service
@@ -63,6 +64,7 @@ async def test_tools_answer_with_text_structured_content_and_progress(tmp_path: 
             structured = answer.structuredContent
             assert structured is not None and structured["citations"], structured
             assert structured["citations"][0]["source_type"] == "rag" and "[1]" in structured["answer"]
+            assert answer.meta is not None and answer.meta[OPERATION_MS] > 0  # the runtime's own time, for benchmarks
             assert "Sources:" in text_of(answer) and structured["citations"][0]["title"] in text_of(answer)
             assert any("retrieve" in message for message in progress.messages), progress.updates
             assert [p for p, _, _ in progress.updates] == list(range(1, len(progress.updates) + 1))
