@@ -26,6 +26,8 @@ server would make us write each of those by hand.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -36,6 +38,7 @@ from typing import Annotated, Any, Protocol, TypeVar
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import McpError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
@@ -104,6 +107,8 @@ async def guarded(operation: str, work: Awaitable[T], *, error: type[Exception] 
         raise error(invalid_input(problem)) from problem
     except ResearchCrewError as problem:
         raise error(one_line(str(problem))) from problem
+    except McpError as problem:  # the client failed a request of ours (an elicitation it could not show)
+        raise error(one_line(f"the client could not answer: {problem.error.message}")) from problem
     except Exception as problem:  # the door's one outermost guard: a bug becomes one line here, the traceback a log
         logger.exception("MCP %s failed", operation)
         raise error(
@@ -128,6 +133,21 @@ class ResearchServer(FastMCP[Any]):
             if isinstance(cause, ValidationError):  # the arguments did not fit the tool's signature
                 raise ToolError(f"Error executing tool {name}: {invalid_input(cause)}") from error
             raise ToolError(one_line(str(error))) from error
+
+
+async def alongside(main: Awaitable[T], side: Awaitable[object]) -> T:
+    """``main``, with ``side`` (bookkeeping) running at the same time rather than adding its time to the call; both
+    must succeed, and ``side`` is cancelled when ``main`` fails."""
+    task = asyncio.ensure_future(side)
+    try:
+        result = await main
+    except BaseException:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise
+    await task
+    return result
 
 
 OPERATION_MS = "researchcrew/operation_ms"  # _meta key: the runtime operation's own time, measured in the server
@@ -158,11 +178,11 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
     options: dict[str, Any] = {"log_level": "WARNING", **settings}
     server = ResearchServer(SERVER_NAME, instructions=INSTRUCTIONS, streamable_http_path="/", **options)
 
-    async def session_for(user_id: str, session_id: str | None, question: str) -> str:
-        chosen = session_id or uuid.uuid4().hex
+    async def record_session(user_id: str, session_id: str, question: str) -> None:
+        """The session in the user's list (made with its first question as title, or marked used now)."""
         sessions = await door.sessions()
-        await sessions.ensure(user_id, chosen, first_question=question)
-        return chosen
+        if not await sessions.ensure(user_id, session_id, first_question=question):
+            await sessions.touch(user_id, session_id, question=question)
 
     @server.tool(annotations=ToolAnnotations(title="Ask a research question", readOnlyHint=False, openWorldHint=True))
     async def ask(
@@ -182,21 +202,19 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
         async def work() -> CallToolResult:
             from researchcrew.mcp_server.progress import ProgressRelay
 
-            user_id = door.user_of(ctx)
+            user_id, chosen = door.user_of(ctx), session_id or uuid.uuid4().hex
             request = ResearchRequest(
                 question=question,
                 user_id=user_id,
-                session_id=session_id or "pending",
+                session_id=chosen,
                 preferred_sources=sources,
                 response=ResponseOptions(response_format=format),
             )
-            chosen = await session_for(user_id, session_id, question)
-            request = request.model_copy(update={"session_id": chosen})
             async with ProgressRelay(ctx) as progress:
                 started = time.perf_counter()
-                response = await door.runtime().ask(request, on_event=progress.stage)
+                asking = door.runtime().ask(request, on_event=progress.stage)
+                response = await alongside(asking, record_session(user_id, chosen, question))
                 finished = time.perf_counter()
-            await (await door.sessions()).touch(user_id, chosen, question=question)
             answer = results.ask_result(response, chosen)
             text = answer.answer + results.sources_text(answer.citations)
             return _tool_result(text, answer, finished - started)
@@ -241,13 +259,11 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
         researched, then one checked report with numbered citations. Takes minutes; reports progress."""
 
         async def work() -> CallToolResult:
-            user_id = door.user_of(ctx)
-            request = ResearchRequest(question=question, user_id=user_id, session_id=session_id or "pending")
-            chosen = await session_for(user_id, session_id, question)
-            request = request.model_copy(update={"session_id": chosen})
-            outcome = await run_research(
-                ctx, await door.runtime().deep_research(), request, max_subquestions=max_subquestions
-            )
+            user_id, chosen = door.user_of(ctx), session_id or uuid.uuid4().hex
+            request = ResearchRequest(question=question, user_id=user_id, session_id=chosen)
+            deep = await door.runtime().deep_research()
+            researching = run_research(ctx, deep, request, max_subquestions=max_subquestions)
+            outcome = await alongside(researching, record_session(user_id, chosen, question))
             text = outcome.report or f"Deep run {outcome.run_id}: {outcome.status}. {outcome.note or ''}".strip()
             return _tool_result(text + results.sources_text(outcome.citations), outcome)
 

@@ -1,7 +1,8 @@
 """``/mcp``: the MCP server (``researchcrew.mcp_server``) over streamable HTTP, behind the service's API keys.
 
 Each request is authenticated exactly as the routes' are (``auth.authenticated_user``: ``Authorization: Bearer
-<key>``, 401 problem+json without a valid one; the local user when ``service.auth`` is off), then handed to the
+<key>``, 401 problem+json without a valid one; the local user when ``service.auth`` is off), each POST (one MCP
+message) counts against the user's rate limit (429 with ``Retry-After`` past it), then it is handed to the
 SDK's streamable-HTTP session manager with the user in the request's scope, where the tools read it. The session
 manager runs inside the app's lifespan (``McpEndpoint.running``); a fresh server is built each time the lifespan
 starts, since a session manager runs once.
@@ -27,7 +28,7 @@ from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
 from researchcrew.mcp_server import McpDoor, SessionDirectory, build_server
-from researchcrew.service.auth import authenticated_user, bearer_credentials
+from researchcrew.service.auth import authenticated_user, bearer_credentials, rate_limited_user
 from researchcrew.service.problems import ApiProblem, problem_response
 from researchcrew.service.state import ServiceState, service_state
 
@@ -88,6 +89,8 @@ class McpEndpoint:
         try:
             service = service_state(request)
             user = await authenticated_user(service, await bearer_credentials(request))
+            if request.method == "POST":  # each MCP message counts against the user's rate, as each request does
+                await rate_limited_user(service, user)
             if self._manager is None:
                 raise ApiProblem(503, "The MCP endpoint is not running (the service is starting or stopping).")
         except ApiProblem as problem:

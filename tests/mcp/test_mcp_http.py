@@ -175,3 +175,15 @@ async def test_research_approves_its_own_plan_when_the_client_cannot_elicit(tmp_
             run = result.structuredContent
             assert run is not None and run["status"] == "completed" and run["plan_approved_by"] == "auto", run
             assert progress.updates and "[1]" in text_of(result)
+
+
+async def test_each_mcp_message_counts_against_the_users_rate_limit(tmp_path: Path) -> None:
+    with mcp_service(tmp_path, [CorpusTool()], rate_limit="5/minute") as service:
+        with pytest.raises(BaseExceptionGroup) as limited:
+            async with http_session(service.url, service.auth("ada")) as session:  # initialize, initialized: 2
+                await session.list_tools()  # 3
+                for _ in range(3):  # 4, 5, then past the limit
+                    await session.call_tool("list_sessions", {})
+        assert limited.group_contains(httpx.HTTPStatusError, match="429 Too Many Requests")
+        async with http_session(service.url, service.auth("bob")) as bob:  # another user's budget is their own
+            assert not (await bob.call_tool("list_sessions", {})).isError
