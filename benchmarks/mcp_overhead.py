@@ -63,6 +63,7 @@ def environment(data_dir: Path) -> dict[str, str]:
             "PYTHONPATH": str(ROOT),
             "RESEARCHCREW_DATA_DIR": str(data_dir),
             "RESEARCHCREW_ENABLED_SOURCES": '["rag", "memory"]',
+            "RESEARCHCREW_SERVICE__RATE_LIMIT": "100000/minute",  # each MCP message counts; the default is 60/min
             "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(default_cache_dir()),
             "HF_HUB_OFFLINE": "1",
             "GRPC_VERBOSITY": "NONE",

@@ -26,28 +26,24 @@ server would make us write each of those by hand.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Protocol, TypeVar
+from typing import Annotated, Any, Protocol
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
-from mcp.shared.exceptions import McpError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from researchcrew.contracts.query import ResponseFormat
 from researchcrew.contracts.request import ResearchRequest, ResponseOptions
-from researchcrew.errors import ResearchCrewError
 from researchcrew.mcp_server import results
+from researchcrew.mcp_server.calls import ResearchServer, alongside, guarded, one_line
 from researchcrew.mcp_server.research import run_research
-from researchcrew.redaction import public_text
 from researchcrew.runtime import Runtime
 
 logger = logging.getLogger(__name__)
@@ -59,7 +55,6 @@ INSTRUCTIONS = (
     "`research` runs a deep, planned investigation and writes a report. Pass the same session_id to continue a "
     "conversation."
 )
-T = TypeVar("T")
 
 
 class SessionRow(Protocol):
@@ -92,64 +87,6 @@ class McpDoor:
     user_of: Callable[[Context[Any, Any, Any]], str]
 
 
-def one_line(text: str) -> str:
-    """A message as a client may see it: credentials and SQL masked, on one line."""
-    return " ".join(public_text(text).split()) or "no reason given"
-
-
-async def guarded(operation: str, work: Awaitable[T], *, error: type[Exception] = ToolError) -> T:
-    """Run a tool's work; what fails becomes ``error`` (a tool error: ``isError``) with one line saying why."""
-    try:
-        return await work
-    except (ToolError, ResourceError):
-        raise
-    except ValidationError as problem:
-        raise error(invalid_input(problem)) from problem
-    except ResearchCrewError as problem:
-        raise error(one_line(str(problem))) from problem
-    except McpError as problem:  # the client failed a request of ours (an elicitation it could not show)
-        raise error(one_line(f"the client could not answer: {problem.error.message}")) from problem
-    except Exception as problem:  # the door's one outermost guard: a bug becomes one line here, the traceback a log
-        logger.exception("MCP %s failed", operation)
-        raise error(
-            f"{operation} failed unexpectedly ({type(problem).__name__}); the server log has the details"
-        ) from problem
-
-
-def invalid_input(problem: ValidationError) -> str:
-    reasons = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in problem.errors())
-    return one_line(f"invalid input: {reasons}")
-
-
-class ResearchServer(FastMCP[Any]):
-    """FastMCP whose tool errors are one line: the SDK puts its own argument validation's message (several lines of
-    Pydantic's) into the error as it is."""
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        try:
-            return await super().call_tool(name, arguments)
-        except ToolError as error:
-            cause = error.__cause__
-            if isinstance(cause, ValidationError):  # the arguments did not fit the tool's signature
-                raise ToolError(f"Error executing tool {name}: {invalid_input(cause)}") from error
-            raise ToolError(one_line(str(error))) from error
-
-
-async def alongside(main: Awaitable[T], side: Awaitable[object]) -> T:
-    """``main``, with ``side`` (bookkeeping) running at the same time rather than adding its time to the call; both
-    must succeed, and ``side`` is cancelled when ``main`` fails."""
-    task = asyncio.ensure_future(side)
-    try:
-        result = await main
-    except BaseException:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        raise
-    await task
-    return result
-
-
 OPERATION_MS = "researchcrew/operation_ms"  # _meta key: the runtime operation's own time, measured in the server
 
 
@@ -173,10 +110,13 @@ SessionArg = Annotated[
 
 def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
     """The MCP server over ``door``. ``settings`` are FastMCP's (``stateless_http``, ``transport_security``...)."""
-    # log_level: FastMCP calls logging.basicConfig with it; a process whose logging is not configured yet keeps
-    # the default level rather than turning on INFO for every library.
-    options: dict[str, Any] = {"log_level": "WARNING", **settings}
-    server = ResearchServer(SERVER_NAME, instructions=INSTRUCTIONS, streamable_http_path="/", **options)
+    # FastMCP's constructor calls logging.basicConfig (a Rich handler on the root logger) in a process whose logging
+    # is not configured yet (a uvicorn worker): the process's own logging is left as it was.
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    server = ResearchServer(SERVER_NAME, instructions=INSTRUCTIONS, streamable_http_path="/", **settings)
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
     async def record_session(user_id: str, session_id: str, question: str) -> None:
         """The session in the user's list (made with its first question as title, or marked used now)."""
