@@ -16,6 +16,7 @@ the local server through a rebinding host name. With keys, the keys protect it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -70,19 +71,35 @@ class McpEndpoint:
 
     @asynccontextmanager
     async def running(self, state: ServiceState) -> AsyncIterator[None]:
-        """Serve MCP while the app runs (inside its lifespan)."""
+        """Serve MCP while the app runs (started and stopped by its lifespan). The session manager runs in a task of
+        its own: its task group must be left by the task that entered it, and whoever drives the lifespan (uvicorn,
+        a test's fixture) may start and stop it from different tasks."""
         options: dict[str, Any] = {"stateless_http": state.settings.service.workers > 1}
         if state.settings.service.auth:
             options["transport_security"] = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         server = build_server(McpDoor(runtime=self._runtime, sessions=self._sessions, user_of=_user_of), **options)
         server.streamable_http_app()  # makes the session manager
         manager = server.session_manager
-        async with manager.run():
-            self._manager = manager
-            try:
-                yield
-            finally:
-                self._manager = None
+        ready, stop = asyncio.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            async with manager.run():
+                self._manager = manager
+                ready.set()
+                await stop.wait()
+
+        serving = asyncio.create_task(serve(), name="mcp-session-manager")
+        waiting = asyncio.create_task(ready.wait())
+        await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if serving.done():
+            serving.result()  # it failed to start: raise why
+        try:
+            yield
+        finally:
+            self._manager = None
+            stop.set()
+            await serving
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
