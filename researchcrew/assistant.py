@@ -48,7 +48,7 @@ from researchcrew.errors import ConfigurationError, ResearchCrewError
 from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.settings import Settings
-from researchcrew.tools.base import Tool
+from researchcrew.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -220,6 +220,11 @@ class ResearchAssistant:
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
         async for item in self.runtime.stream(request):
             yield item
+
+    async def search_knowledge_base(self, query: str, *, user_id: str = "default", num_results: int = 5) -> ToolResult:
+        """Passages of the knowledge base for ``query`` with their sources, no answer written (``chunks``; a failed
+        search is ``failure``). The MCP tool of the same name."""
+        return await self.runtime.search_knowledge_base(query, user_id=user_id, num_results=num_results)
 
     # Deep research ------------------------------------------------------------------------------------------
     def deep_options(

@@ -38,7 +38,7 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ConfigurationError
 from researchcrew.pipeline.conversation import Conversation, RunsOfUser
 from researchcrew.settings import Settings
-from researchcrew.tools.base import Tool
+from researchcrew.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
@@ -338,6 +338,22 @@ class Runtime:
 
         async for item in events_then_result(answer):
             yield item
+
+    async def search_knowledge_base(self, query: str, *, user_id: str = "default", num_results: int = 5) -> ToolResult:
+        """Passages of the knowledge base that match ``query``, with their sources, and no answer written: the
+        knowledge-base source the pipeline searches (``source_type == "rag"``), called as the Retriever calls it.
+        A failed search is data (``ToolResult.failure``); a runtime without a knowledge-base source, or an empty
+        query, raises ``ConfigurationError``."""
+        if not query.strip():
+            raise ConfigurationError("the query is empty: say what to look for")
+        if not 1 <= num_results <= 100:
+            raise ConfigurationError(f"num_results must be between 1 and 100, got {num_results}")
+        await self.stages()
+        sources = [tool for tool in self._tools or [] if tool.source_type == "rag"]
+        if not sources:
+            raise ConfigurationError("no knowledge-base source is configured (the tools given have no 'rag' source)")
+        timeout = sources[0].timeout_s or self.settings.retrieval.timeout_per_source_s
+        return await sources[0].search(query, timeout=timeout, num_results=num_results, user_id=user_id)
 
     async def last_session(self, user_id: str) -> str | None:
         """The session of ``user_id``'s latest remembered exchange (None: nothing remembered yet)."""

@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "jobs": ("researchcrew.cli.jobs", "jobs", "Batch research jobs: add, run (now or on a schedule), export."),
     "worker": ("researchcrew.cli.jobs", "worker", "Research queued batch questions (Redis-backed workers)."),
     "scheduler": ("researchcrew.cli.jobs", "scheduler", "Fire job schedules onto the queue (Redis)."),
+    "mcp": ("researchcrew.cli.mcp", "mcp", "Run the MCP server over stdio (Claude Desktop, IDEs, crewAI agents)."),
     "serve": ("researchcrew.cli.serve", "serve", "Run the HTTP service: per-user sessions, streaming answers."),
     "users": ("researchcrew.cli.users", "users", "Add, list and revoke the HTTP service's users and API keys."),
     "status": ("researchcrew.cli.status", "status", "Each source's health: healthy, or backing off after a failure."),

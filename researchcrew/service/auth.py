@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +29,12 @@ class User(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     user_id: str = Field(description="The user's id: their memory and sessions are filed under it.")
+
+
+async def bearer_credentials(request: Request) -> HTTPAuthorizationCredentials | None:
+    """The request's ``Authorization: Bearer`` credentials (None without them), for an endpoint outside FastAPI's
+    dependency injection (``/mcp``, ``researchcrew.service.mcp_http``)."""
+    return await _bearer(request)
 
 
 async def authenticated_user(
