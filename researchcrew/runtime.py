@@ -277,7 +277,7 @@ class Runtime:
             from researchcrew.pipeline.remember.writer import MemoryWriter
 
             self._memory_writer = MemoryWriter(store, llm=llm, zep_outbox=await self.outbox_worker())
-        return assemble_stages(
+        stages = assemble_stages(
             self.settings,
             tools=tools,
             llm=llm,
@@ -287,6 +287,9 @@ class Runtime:
             memory_store=store,
             health=self.source_health(),
         )
+        if llm is not None:  # the price table loads once, here, not in the first answer
+            await asyncio.to_thread(stages.pricing.warm)
+        return stages
 
     # The question pipeline ------------------------------------------------------------------------------------
     async def ask(

@@ -255,6 +255,15 @@ class LLMSettings(_Group):
     api_key: SecretStr | None = Field(
         default=None, description="API key. None: the provider's usual variable (OPENAI_API_KEY, ...) is used."
     )
+    input_usd_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="Price of a million prompt tokens in US dollars, for a model the bundled price table does not "
+        "know (a local or fine-tuned model; 0 when it is free to run). None: the table's price, else 'unknown'.",
+    )
+    output_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Price of a million completion tokens in US dollars (see input_usd_per_mtok)."
+    )
     temperature: float = Field(default=0.1, ge=0, le=2, description="Sampling temperature.")
     timeout_s: float = Field(default=20.0, gt=0, description="Timeout for one LLM call, in seconds.")
     max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on generated tokens.")
