@@ -106,6 +106,15 @@ class Pricing:
         total = sum(value for value in stages.values() if value is not None)
         return AnswerCost(model=self.label, usd=total, stages=stages, price_source=price.source)
 
+    def cost_of(self, count: TokenCount) -> AnswerCost:
+        """What ``count`` tokens cost, not split by stage (a deep run's total: planning, sub-questions, report)."""
+        if not (count.calls or count.total_tokens):
+            return NO_LLM_COST if self.model is None else AnswerCost(model=self.label, usd=0.0)
+        price = self.warm()
+        if price is None:
+            return AnswerCost(model=self.label, priced=False, usd=None)
+        return AnswerCost(model=self.label, usd=price.of(count), price_source=price.source)
+
     def _look_up(self) -> ModelPrice | None:
         given_in, given_out = self._given
         if given_in is not None and given_out is not None:
@@ -126,10 +135,11 @@ def _from_table(model: str, base_url: str | None) -> ModelPrice:
 
     provider, name = _split(model)
     # With a base URL the model runs wherever that URL points: it is priced only if the URL is a known provider's.
-    where: dict[str, str] = (
-        {"provider_api_url": base_url} if base_url else ({"provider_id": provider} if provider else {})
-    )
-    found = calc_price(Usage(input_tokens=0, output_tokens=0), model_ref=name, **where)
+    nothing = Usage(input_tokens=0, output_tokens=0)
+    if base_url:
+        found = calc_price(nothing, model_ref=name, provider_api_url=base_url)
+    else:
+        found = calc_price(nothing, model_ref=name, provider_id=provider)
     price = found.model_price
     source = f"genai-prices {importlib.metadata.version('genai-prices')} ({found.provider.id}/{found.model.id})"
     if isinstance(price.input_mtok, Decimal) and isinstance(price.output_mtok, Decimal):
