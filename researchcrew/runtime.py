@@ -43,11 +43,14 @@ from researchcrew.tools.base import Tool
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.contracts.cost import AnswerCost
+    from researchcrew.contracts.follow_up import TokenCount
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.memory.usage_ledger import UsageKind, UsageLedger
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.pipeline.stages import ResearchStages
@@ -101,6 +104,7 @@ class Runtime:
         self._limits: SharedLimits | None = None
         self._health: SourceHealth | None = None
         self._tools: list[Tool] | None = None
+        self._usage_ledger: UsageLedger | None = None
         self._deep: DeepResearch | None = None
         # What each message of a session is (a reply to a waiting question, or new), for every door.
         self.conversation = Conversation(history=lambda: self._memory_store, research_runs=self._research_runs)
@@ -329,7 +333,35 @@ class Runtime:
             started_at=started_at,
         )
         self.conversation.answered(request, response)
+        await self.record_usage(
+            request.user_id, "answer", response.response_id, response.token_usage.total, response.cost
+        )
         return response
+
+    async def usage_ledger(self) -> UsageLedger | None:
+        """What each answer spent, per user (in the memory database); None for a runtime without one."""
+        if self._memory_store is None:
+            return None
+        if self._usage_ledger is None:
+            from researchcrew.memory.usage_ledger import UsageLedger
+
+            self._usage_ledger = UsageLedger(self._memory_store.engine)
+        return self._usage_ledger
+
+    async def record_usage(
+        self, user_id: str, kind: UsageKind, response_id: str, tokens: TokenCount, cost: AnswerCost
+    ) -> None:
+        """Write what an answer or a deep run spent to the usage ledger. Never fails the answer: a database that
+        cannot take the row now is logged (the answer has been given; only the usage view misses it)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        ledger = await self.usage_ledger()
+        if ledger is None:
+            return
+        try:
+            await ledger.record(user_id=user_id, kind=kind, response_id=response_id, tokens=tokens, cost=cost)
+        except (SQLAlchemyError, OSError) as error:
+            logger.warning("the usage of answer %s was not recorded: %s", response_id, type(error).__name__)
 
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels
