@@ -87,7 +87,7 @@ class Runtime:
     ) -> None:
         from researchcrew.llm import quiet_crewai
 
-        quiet_crewai()  # before anything imports crewAI: the Flow itself is crewAI, even without an LLM
+        quiet_crewai()  # before anything imports crewAI (an LLM, deep research; the quick Flow does not)
         self.settings = settings
         self.remember = remember
         self._given_tools = list(tools) if tools is not None else None
@@ -248,8 +248,8 @@ class Runtime:
 
         from researchcrew.pipeline.assemble import assemble_stages, default_tools
 
-        # The Flow module imports crewAI's Flow machinery (~3 s of CPU): import it off the event loop now, or the
-        # first question blocks every other coroutine of the process that long (a worker's Redis reads time out).
+        # The pipeline's modules (their pydantic models) take a moment to import: import them off the event loop
+        # now, or the first question blocks every other coroutine of the process that long.
         await asyncio.to_thread(importlib.import_module, "researchcrew.pipeline.flow")
 
         needs_store = self._memory_store is None and (self.remember or self._given_tools is None)

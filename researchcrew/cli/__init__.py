@@ -75,5 +75,13 @@ def cli(verbose: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point."""
-    return cli.main(args=argv, prog_name="researchcrew")
+    """Console-script entry point. As the ``researchcrew`` command (no ``argv``) the process ends as soon as the
+    command is done, without the interpreter's module teardown (``cli/_exit.py``)."""
+    if argv is not None:
+        return cli.main(args=argv, prog_name="researchcrew")
+    try:
+        cli.main(prog_name="researchcrew")
+    except SystemExit as done:
+        from researchcrew.cli._exit import finish_process
+
+        finish_process(done.code)
