@@ -339,13 +339,14 @@ class Runtime:
         return response
 
     async def usage_ledger(self) -> UsageLedger | None:
-        """What each answer spent, per user (in the memory database); None for a runtime without one."""
-        if self._memory_store is None:
+        """What each answer spent, per user (in the memory database); None for a runtime without one
+        (``remember=False`` and no store given). Raises ``MemoryStoreError`` when the database cannot be opened."""
+        if self._memory_store is None and not self.remember:
             return None
         if self._usage_ledger is None:
             from researchcrew.memory.usage_ledger import UsageLedger
 
-            self._usage_ledger = UsageLedger(self._memory_store.engine)
+            self._usage_ledger = UsageLedger((await self.memory_store()).engine)
         return self._usage_ledger
 
     async def record_usage(
@@ -355,12 +356,14 @@ class Runtime:
         cannot take the row now is logged (the answer has been given; only the usage view misses it)."""
         from sqlalchemy.exc import SQLAlchemyError
 
-        ledger = await self.usage_ledger()
-        if ledger is None:
-            return
+        from researchcrew.errors import MemoryStoreError
+
         try:
+            ledger = await self.usage_ledger()
+            if ledger is None:
+                return
             await ledger.record(user_id=user_id, kind=kind, response_id=response_id, tokens=tokens, cost=cost)
-        except (SQLAlchemyError, OSError) as error:
+        except (MemoryStoreError, SQLAlchemyError, OSError) as error:
             logger.warning("the usage of answer %s was not recorded: %s", response_id, type(error).__name__)
 
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:

@@ -778,6 +778,12 @@ class ServiceSettings(_Group):
     max_concurrent_questions: int = Field(
         default=4, ge=1, le=1000, description="Questions one user may have running at once; one more answers 429."
     )
+    monthly_budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="What one user's answers may cost per calendar month (UTC), in US dollars; past it, a new "
+        "question or deep run answers 402. Only answers with a known price count. None: no budget.",
+    )
     shutdown_grace_s: float = Field(
         default=30.0,
         ge=0,

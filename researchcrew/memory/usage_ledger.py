@@ -8,8 +8,9 @@ against what has a price, and the view says how many answers it could not price.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 from sqlalchemy import delete, func, select
@@ -21,6 +22,8 @@ from researchcrew.db.models import UsageRow
 from researchcrew.db.session import Sessions
 
 UsageKind = Literal["answer", "deep_run"]
+_RELATIVE = re.compile(r"^(\d{1,4})([dhw])$")
+_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
 
 @dataclass(frozen=True)
@@ -111,10 +114,37 @@ class UsageLedger:
             return int(result.rowcount)  # type: ignore[attr-defined]
 
 
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """``7d``, ``24h``, ``2w`` (that long ago) or an ISO date/time (UTC when no zone is given)."""
+    now = now or datetime.now(UTC)
+    value = text.strip()
+    relative = _RELATIVE.match(value)
+    if relative:
+        return now - int(relative[1]) * _UNITS[relative[2]]
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"since={text!r} is neither a span such as 7d, 24h or 2w nor an ISO date") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def summed(days: list[UsageDay]) -> UsageDay | None:
+    if not days:
+        return None
+    return UsageDay(
+        day=days[0].day,
+        questions=sum(d.questions for d in days),
+        prompt_tokens=sum(d.prompt_tokens for d in days),
+        completion_tokens=sum(d.completion_tokens for d in days),
+        cost_usd=sum(d.cost_usd for d in days),
+        unpriced=sum(d.unpriced for d in days),
+    )
+
+
 def month_start(now: datetime | None = None) -> datetime:
     """The first instant of the current calendar month (UTC): a monthly budget counts from there."""
     now = now or datetime.now(UTC)
     return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-__all__ = ["UsageDay", "UsageKind", "UsageLedger", "month_start"]
+__all__ = ["UsageDay", "UsageKind", "UsageLedger", "month_start", "parse_since", "summed"]
