@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from researchcrew.contracts.follow_up import TokenCount, TokenUsage  # noqa: E402
-from researchcrew.llm.pricing import Pricing  # noqa: E402
+from researchcrew.contracts.follow_up import TokenCount, TokenUsage
+from researchcrew.llm.pricing import Pricing
 
 
 def _timed(function: object, runs: int) -> dict[str, float]:
