@@ -43,11 +43,14 @@ from researchcrew.tools.base import Tool, ToolResult
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.contracts.cost import AnswerCost
+    from researchcrew.contracts.follow_up import TokenCount
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.memory.usage_ledger import UsageKind, UsageLedger
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.pipeline.stages import ResearchStages
@@ -101,6 +104,7 @@ class Runtime:
         self._limits: SharedLimits | None = None
         self._health: SourceHealth | None = None
         self._tools: list[Tool] | None = None
+        self._usage_ledger: UsageLedger | None = None
         self._deep: DeepResearch | None = None
         # What each message of a session is (a reply to a waiting question, or new), for every door.
         self.conversation = Conversation(history=lambda: self._memory_store, research_runs=self._research_runs)
@@ -277,7 +281,7 @@ class Runtime:
             from researchcrew.pipeline.remember.writer import MemoryWriter
 
             self._memory_writer = MemoryWriter(store, llm=llm, zep_outbox=await self.outbox_worker())
-        return assemble_stages(
+        stages = assemble_stages(
             self.settings,
             tools=tools,
             llm=llm,
@@ -287,6 +291,9 @@ class Runtime:
             memory_store=store,
             health=self.source_health(),
         )
+        if llm is not None:  # the price table loads once, here, not in the first answer
+            await asyncio.to_thread(stages.pricing.warm)
+        return stages
 
     # The question pipeline ------------------------------------------------------------------------------------
     async def ask(
@@ -326,7 +333,38 @@ class Runtime:
             started_at=started_at,
         )
         self.conversation.answered(request, response)
+        await self.record_usage(
+            request.user_id, "answer", response.response_id, response.token_usage.total, response.cost
+        )
         return response
+
+    async def usage_ledger(self) -> UsageLedger | None:
+        """What each answer spent, per user (in the memory database); None for a runtime without one
+        (``remember=False`` and no store given). Raises ``MemoryStoreError`` when the database cannot be opened."""
+        if self._memory_store is None and not self.remember:
+            return None
+        if self._usage_ledger is None:
+            from researchcrew.memory.usage_ledger import UsageLedger
+
+            self._usage_ledger = UsageLedger((await self.memory_store()).engine)
+        return self._usage_ledger
+
+    async def record_usage(
+        self, user_id: str, kind: UsageKind, response_id: str, tokens: TokenCount, cost: AnswerCost
+    ) -> None:
+        """Write what an answer or a deep run spent to the usage ledger. Never fails the answer: a database that
+        cannot take the row now is logged (the answer has been given; only the usage view misses it)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from researchcrew.errors import MemoryStoreError
+
+        try:
+            ledger = await self.usage_ledger()
+            if ledger is None:
+                return
+            await ledger.record(user_id=user_id, kind=kind, response_id=response_id, tokens=tokens, cost=cost)
+        except (MemoryStoreError, SQLAlchemyError, OSError) as error:
+            logger.warning("the usage of answer %s was not recorded: %s", response_id, type(error).__name__)
 
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels

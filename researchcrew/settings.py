@@ -255,6 +255,15 @@ class LLMSettings(_Group):
     api_key: SecretStr | None = Field(
         default=None, description="API key. None: the provider's usual variable (OPENAI_API_KEY, ...) is used."
     )
+    input_usd_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="Price of a million prompt tokens in US dollars, for a model the bundled price table does not "
+        "know (a local or fine-tuned model; 0 when it is free to run). None: the table's price, else 'unknown'.",
+    )
+    output_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Price of a million completion tokens in US dollars (see input_usd_per_mtok)."
+    )
     temperature: float = Field(default=0.1, ge=0, le=2, description="Sampling temperature.")
     timeout_s: float = Field(default=20.0, gt=0, description="Timeout for one LLM call, in seconds.")
     max_tokens: int | None = Field(default=None, ge=1, description="Upper bound on generated tokens.")
@@ -768,6 +777,12 @@ class ServiceSettings(_Group):
     )
     max_concurrent_questions: int = Field(
         default=4, ge=1, le=1000, description="Questions one user may have running at once; one more answers 429."
+    )
+    monthly_budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="What one user's answers may cost per calendar month (UTC), in US dollars; past it, a new "
+        "question or deep run answers 402. Only answers with a known price count. None: no budget.",
     )
     shutdown_grace_s: float = Field(
         default=30.0,

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "kb": ("researchcrew.cli.kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
     "eval": ("researchcrew.cli.evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),
     "memory": ("researchcrew.cli.memory", "memory", "Export or forget a user's memory."),
+    "usage": ("researchcrew.cli.usage", "usage", "A user's questions, tokens and cost by day."),
     "jobs": ("researchcrew.cli.jobs", "jobs", "Batch research jobs: add, run (now or on a schedule), export."),
     "worker": ("researchcrew.cli.jobs", "worker", "Research queued batch questions (Redis-backed workers)."),
     "scheduler": ("researchcrew.cli.jobs", "scheduler", "Fire job schedules onto the queue (Redis)."),

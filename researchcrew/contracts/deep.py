@@ -16,6 +16,7 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, NonNegativeMs, RequestContract, UnitFloat
 from researchcrew.contracts.clarification import ClarificationRequest
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.synthesizer import AnswerKind, FinalResponse
 
@@ -235,6 +236,9 @@ class SubQuestionReport(Contract):
     references_kept: int = Field(default=0, ge=0, description="Followed references kept as evidence.")
     elapsed_ms: NonNegativeMs = Field(default=0.0, description="Wall time spent on it.")
     tokens: int = Field(default=0, ge=0, description="LLM tokens spent on it.")
+    cost_usd: float | None = Field(
+        default=0.0, ge=0, description="What its answer's LLM calls cost in US dollars; None: price unknown."
+    )
     note: str | None = Field(default=None, max_length=1_000, description="Anything the reader should know.")
 
 
@@ -246,6 +250,11 @@ class BudgetReport(Contract):
     token_budget: int | None = Field(default=None, description="Tokens allowed (None without an LLM).")
     tokens_used: int = Field(default=0, ge=0, description="Tokens the LLM reported (or the fake LLM estimated).")
     exhausted: Literal["deadline", "tokens"] | None = Field(default=None, description="Which limit stopped the run.")
+    cost: AnswerCost = Field(
+        default_factory=AnswerCost,
+        description="What the run's LLM calls cost in US dollars (planning, sub-questions, report, quality check); "
+        "`usd` None when the model's price is unknown.",
+    )
 
 
 class DeepReport(Contract):

@@ -42,6 +42,7 @@ from researchcrew.contracts.deep import (
     ResearchPlan,
     SubQuestionReport,
 )
+from researchcrew.contracts.follow_up import TokenCount
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.budget import Budget, Exhausted
 from researchcrew.deep.follow import ReferenceFollower
@@ -51,6 +52,7 @@ from researchcrew.deep.report import ReportDraft, assemble_report, extractive_re
 from researchcrew.deep.research import SubQuestionResult, research_sub_question
 from researchcrew.deep.shape import ReportShape
 from researchcrew.deep.shape_plan import shaped_rule_plan
+from researchcrew.pipeline.assemble import pricing_for
 from researchcrew.pipeline.clarify import (
     clarification_reason,
     llm_clarification,
@@ -103,6 +105,8 @@ class DeepState(FlowState):
     max_subquestions: int = Field(default=8, ge=1, le=20, description="Most plan items.")
     elapsed_s: float = Field(default=0.0, ge=0, description="Research seconds spent in earlier segments.")
     tokens_used: int = Field(default=0, ge=0, description="Tokens spent in earlier segments.")
+    prompt_tokens_used: int = Field(default=0, ge=0, description="Of those, prompt tokens (for the run's cost).")
+    completion_tokens_used: int = Field(default=0, ge=0, description="Of those, completion tokens.")
     question: str = Field(default="", description="The question researched (narrowed by a clarification).")
     probe: list[ContextChunk] = Field(default_factory=list, description="What a first search found (for planning).")
     probe_reports: list[SourceReport] = Field(default_factory=list, description="What each source did then.")
@@ -166,6 +170,8 @@ class DeepResearchFlow(Flow[DeepState]):
                 token_budget=self.deep.token_budget,
                 spent_s=self.deep.elapsed_s,
                 tokens_before=self.deep.tokens_used,
+                count_before=TokenCount.of(self.deep.prompt_tokens_used, self.deep.completion_tokens_used, calls=0),
+                pricing=pricing_for(self._run.settings, self._run.llm),
                 llm=self._run.llm,
                 started=self._segment_started,
             )
@@ -175,6 +181,8 @@ class DeepResearchFlow(Flow[DeepState]):
         """Write the time and tokens spent so far into the state (before a pause, at the end)."""
         self.deep.elapsed_s = self.budget.elapsed_s()
         self.deep.tokens_used = self.budget.tokens_used()
+        count = self.budget.token_count()
+        self.deep.prompt_tokens_used, self.deep.completion_tokens_used = count.prompt_tokens, count.completion_tokens
 
     def _emit(
         self,
@@ -543,6 +551,7 @@ class DeepResearchFlow(Flow[DeepState]):
                     references_kept=sum(1 for record in kept if record.sub_question == position),
                     elapsed_ms=result.elapsed_ms,
                     tokens=result.tokens,
+                    cost_usd=result.response.cost.usd if result.response else 0.0,
                     note=result.note,
                 )
             )

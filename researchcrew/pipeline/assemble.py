@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from researchcrew.contracts import ContextChunk, FinalResponse, MemoryInput
+from researchcrew.llm.pricing import Pricing
 from researchcrew.pipeline.reformulate import deterministic_reformulation, llm_reformulation
 from researchcrew.pipeline.stages import ResearchStages
 from researchcrew.settings import Settings
@@ -86,7 +87,15 @@ def assemble_stages(
         memory_unavailable=memory_unavailable,
         support=EmbeddingSupport(embedder, settings.confidence) if embedder is not None else relevance_support,
         confidence=settings.confidence,
+        pricing=pricing_for(settings, llm),
     )
+
+
+def pricing_for(settings: Settings, llm: BaseLLM | None) -> Pricing:
+    """Prices for the configured model, or for the model a given LLM object names."""
+    if settings.llm.model is None and llm is not None and isinstance(getattr(llm, "model", None), str):
+        return Pricing.from_settings(settings.llm.model_copy(update={"model": llm.model}))
+    return Pricing.from_settings(settings.llm)
 
 
 def _follow_up(

@@ -592,7 +592,8 @@ class ResearchFlow(Flow):
                 "memory_status": self.state.memory_status,
                 "query": self._query(),
                 "rewrite": self.research.rewrite,
-                "token_usage": self._meter.usage(),
+                "token_usage": (usage := self._meter.usage()),
+                "cost": self._stages.pricing.cost(usage),
             }
         )
         self.state.response = response
