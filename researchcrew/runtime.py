@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from crewai import BaseLLM
 
     from researchcrew.contracts.cost import AnswerCost
+    from researchcrew.contracts.deep import DeepReport
     from researchcrew.contracts.follow_up import TokenCount
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
@@ -435,12 +436,20 @@ class Runtime:
                 async def preferences(request: ResearchRequest) -> UserPreferences:
                     return request.response.applied_to(await self.learned_preferences(request.user_id))
 
+                async def record_run(request: ResearchRequest, run_id: str, report: DeepReport) -> None:
+                    from researchcrew.contracts.follow_up import TokenCount
+
+                    budget = report.budget  # every LLM call of the run, not only its sub-questions' answers
+                    tokens = TokenCount.of(budget.prompt_tokens, budget.completion_tokens)
+                    await self.record_usage(request.user_id, "deep_run", run_id, tokens, budget.cost)
+
                 self._deep = DeepResearch(
                     settings=self.settings,
                     runs=runs,
                     open_resources=self._deep_resources,
                     preferences=preferences,
                     remember=stages.remember if self._memory_writer is not None else None,
+                    on_finished=record_run,
                 )
             return self._deep
 

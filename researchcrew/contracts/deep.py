@@ -249,6 +249,8 @@ class BudgetReport(Contract):
     elapsed_s: float = Field(ge=0, description="Seconds of research used (time paused for the user excluded).")
     token_budget: int | None = Field(default=None, description="Tokens allowed (None without an LLM).")
     tokens_used: int = Field(default=0, ge=0, description="Tokens the LLM reported (or the fake LLM estimated).")
+    prompt_tokens: int = Field(default=0, ge=0, description="Of those, tokens sent to the model.")
+    completion_tokens: int = Field(default=0, ge=0, description="Of those, tokens the model wrote.")
     exhausted: Literal["deadline", "tokens"] | None = Field(default=None, description="Which limit stopped the run.")
     cost: AnswerCost = Field(
         default_factory=AnswerCost,

@@ -105,6 +105,8 @@ class Budget:
             elapsed_s=round(self.elapsed_s(), 3),
             token_budget=self.token_budget if self.llm is not None else None,
             tokens_used=self.tokens_used(),
+            prompt_tokens=(count := self.token_count()).prompt_tokens,
+            completion_tokens=count.completion_tokens,
             exhausted=exhausted,
             cost=self.pricing.cost_of(self.token_count()) if self.pricing is not None else AnswerCost(),
         )

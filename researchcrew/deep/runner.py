@@ -104,12 +104,14 @@ class DeepResearch:
         open_resources: OpenResources,
         preferences: Preferences,
         remember: MemoryScheduler | None = None,
+        on_finished: Callable[[ResearchRequest, str, DeepReport], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
         self.runs = runs
         self._open = open_resources
         self._preferences = preferences
         self._remember = remember
+        self._on_finished = on_finished  # the runtime writes the run's usage to the ledger
 
     # ---- starting ----------------------------------------------------------------------------------------------------
     async def research(
@@ -285,6 +287,8 @@ class DeepResearch:
             report = flow.deep.report
             await self.runs.finish(run_id, status="completed", report=report.model_dump(mode="json"))
             self._remember_report(request, report)
+            if self._on_finished is not None:
+                await self._on_finished(request, run_id, report)
         else:
             await self.runs.finish(run_id, status="failed", error="the run ended without a report")
         return await self.get_research_run(run_id, user_id=request.user_id)

@@ -87,6 +87,16 @@ class McpDoor:
     user_of: Callable[[Context[Any, Any, Any]], str]
 
 
+async def refuse_over_budget(runtime: Runtime, user_id: str) -> None:
+    """A tool error when the user's monthly budget is spent (the same rule and words as the HTTP routes' 402)."""
+    from researchcrew.memory.usage_ledger import over_budget
+
+    budget = runtime.settings.service.monthly_budget_usd
+    ledger = await runtime.usage_ledger() if budget is not None else None
+    if ledger is not None and (refusal := await over_budget(ledger, user_id, budget)) is not None:
+        raise ToolError(refusal)
+
+
 OPERATION_MS = "researchcrew/operation_ms"  # _meta key: the runtime operation's own time, measured in the server
 
 
@@ -143,6 +153,7 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
             from researchcrew.mcp_server.progress import ProgressRelay
 
             user_id, chosen = door.user_of(ctx), session_id or uuid.uuid4().hex
+            await refuse_over_budget(door.runtime(), user_id)
             request = ResearchRequest(
                 question=question,
                 user_id=user_id,
@@ -200,6 +211,7 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
 
         async def work() -> CallToolResult:
             user_id, chosen = door.user_of(ctx), session_id or uuid.uuid4().hex
+            await refuse_over_budget(door.runtime(), user_id)
             request = ResearchRequest(question=question, user_id=user_id, session_id=chosen)
             deep = await door.runtime().deep_research()
             researching = run_research(ctx, deep, request, max_subquestions=max_subquestions)

@@ -141,10 +141,26 @@ def summed(days: list[UsageDay]) -> UsageDay | None:
     )
 
 
+async def over_budget(ledger: UsageLedger, user_id: str, budget_usd: float | None) -> str | None:
+    """Why ``user_id`` may not start another question: their priced answers this calendar month (UTC) cost
+    ``budget_usd`` or more. None when there is no budget or it is not spent. Every door says it the same way."""
+    if budget_usd is None:
+        return None
+    now = datetime.now(UTC)
+    spent = await ledger.spent_since(user_id, month_start(now))
+    if spent < budget_usd:
+        return None
+    renews = (month_start(now) + timedelta(days=32)).replace(day=1)
+    return (
+        f"Your monthly budget of ${budget_usd:.2f} (RESEARCHCREW_SERVICE__MONTHLY_BUDGET_USD) is spent: your answers "
+        f"cost ${spent:.2f} this month. It renews on {renews:%Y-%m-%d} (UTC)."
+    )
+
+
 def month_start(now: datetime | None = None) -> datetime:
     """The first instant of the current calendar month (UTC): a monthly budget counts from there."""
     now = now or datetime.now(UTC)
     return now.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
 
-__all__ = ["UsageDay", "UsageKind", "UsageLedger", "month_start", "parse_since", "summed"]
+__all__ = ["UsageDay", "UsageKind", "UsageLedger", "month_start", "over_budget", "parse_since", "summed"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -316,3 +317,17 @@ async def test_a_finished_deep_run_is_remembered_as_one_exchange(tmp_path: Path,
         [exchange] = (await runtime.export_user("ada"))["exchanges"]
     assert exchange["question"] == QUESTION and exchange["context"] == {"deep_run": run.run_id}
     assert isinstance(run.report.response, FinalResponse)  # type: ignore[union-attr]
+
+
+async def test_a_finished_run_is_in_the_usage_ledger_with_its_tokens_and_cost(tmp_path: Path) -> None:
+    llm = FakeLLM([_scripted] * 40, model="openai/gpt-4o-mini")
+    async with open_runtime(settings(tmp_path), tools=[CorpusTool()], llm=llm) as runtime:
+        run = await (await runtime.deep_research()).research(request(), DeepOptions(auto_approve=True))
+        ledger = await runtime.usage_ledger()
+        assert ledger is not None and run.report is not None
+        [today] = await ledger.by_day("ada", since=datetime.now(UTC) - timedelta(days=1))
+    budget = run.report.budget
+    assert today.questions == 1
+    assert (today.prompt_tokens, today.completion_tokens) == (budget.prompt_tokens, budget.completion_tokens)
+    assert budget.prompt_tokens + budget.completion_tokens == budget.tokens_used
+    assert today.cost_usd == pytest.approx(budget.cost.usd)
