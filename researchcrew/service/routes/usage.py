@@ -14,6 +14,9 @@ from researchcrew.service.auth import CurrentUser
 from researchcrew.service.problems import ApiProblem, problem_responses
 from researchcrew.service.state import Service
 
+# What `since` may look like (a calendar date's validity, e.g. no 30 February, is checked when it is read).
+SINCE_PATTERN = r"^(\d{1,4}[hdw]|\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2})?)?)$"
+
 router = APIRouter(prefix="/v1/usage", tags=["usage"], responses=problem_responses(400, 401, 422, 503))
 
 
@@ -54,7 +57,14 @@ def _day(usage: UsageDay) -> DayUsage:
 async def usage(
     service: Service,
     user: CurrentUser,
-    since: Annotated[str, Query(max_length=40, description="7d, 24h, 2w, or an ISO date (UTC).")] = "30d",
+    since: Annotated[
+        str,
+        Query(
+            max_length=40,
+            pattern=SINCE_PATTERN,
+            description="How far back: 7d, 24h, 2w, or an ISO date or date-time (UTC when no zone is given).",
+        ),
+    ] = "30d",
 ) -> UsageView:
     try:
         start = parse_since(since)
