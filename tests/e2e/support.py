@@ -23,6 +23,7 @@ from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.loaders import load_file
 from researchcrew.settings import ArxivSettings, EmbeddingSettings, LLMSettings, RetrievalSettings, Settings
 from researchcrew.tools.base import Tool
+from tests.helpers.services import MEMORY_CONNECT_TIMEOUT
 from tests.loopback.server import closed_port
 
 # One ONNX export of the embedding model per machine (the user's cache), shared by every test in the process:
@@ -56,7 +57,9 @@ def offline_settings(data_dir: Path, *, llm: LLMSettings | None = None, **fields
             api_url=f"http://127.0.0.1:{closed_port()}/api/query", min_interval_s=0, num_retries=0, timeout_s=2
         ),
         "embedding": EmbeddingSettings(cache_dir=MODEL_CACHE_DIR),
-        "retrieval": RetrievalSettings(timeout_per_source_s=5),
+        # Generous bounds (returned from at once when sources answer): at load average 10+ the knowledge base's
+        # search alone took more than 5 s. Tests of timeouts and deadlines set their own.
+        "retrieval": RetrievalSettings(timeout_per_source_s=30, run_deadline_s=90),
         "llm": llm or LLMSettings(),
         **fields,
     }
@@ -71,6 +74,7 @@ def offline_environment(data_dir: Path) -> dict[str, str]:
         "RESEARCHCREW_ARXIV__MIN_INTERVAL_S": "0",
         "RESEARCHCREW_ARXIV__NUM_RETRIES": "0",
         "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(MODEL_CACHE_DIR),
+        **MEMORY_CONNECT_TIMEOUT,
     }
 
 
