@@ -20,7 +20,7 @@ from typing import Any
 import hypothesis
 import pytest
 
-from tests.helpers.services import fresh_postgres_database, required_directory
+from tests.helpers.services import MEMORY_CONNECT_TIMEOUT, fresh_postgres_database, required_directory
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -114,6 +114,8 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pyt
     for name in _ISOLATED_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("RESEARCHCREW_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+    for name, value in MEMORY_CONNECT_TIMEOUT.items():
+        monkeypatch.setenv(name, value)
     yield
 
 

@@ -21,15 +21,14 @@ from typing import Any
 
 import pytest
 
-from researchcrew.embedding.embedder import get_embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.documents import Document
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
-from researchcrew.settings import ArxivSettings, EmbeddingSettings, RetrievalSettings, ServiceSettings
+from researchcrew.settings import ArxivSettings, RetrievalSettings, ServiceSettings
 from tests.conftest import PROJECT_ROOT
-from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings
+from tests.e2e.support import demo_documents, offline_settings, shared_embedder
 from tests.helpers.services import service_unavailable
 from tests.loopback.server import LoopbackServer, Reply, Request
 from tests.service.support import LiveServer, live_server
@@ -95,7 +94,7 @@ def serving(data_dir: Path, documents: list[Document], *, auth: bool = True) -> 
             retrieval=RetrievalSettings(timeout_per_source_s=10),
             service=ServiceSettings(auth=auth),
         )
-        knowledge_base = KnowledgeBase(settings, embedder=get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR)))
+        knowledge_base = KnowledgeBase(settings, embedder=shared_embedder())
         knowledge_base.add_documents(documents)
         runtime = open_runtime(settings, knowledge_base=knowledge_base)
         try:

@@ -27,7 +27,7 @@ async def test_a_deep_run_neither_cites_nor_compares_an_earlier_answer(tmp_path:
         async with ResearchAssistant(settings, tools=tools, memory_store=store) as assistant:
             first = await assistant.ask("When did Dorfman propose group testing?", user_id="ada", session_id="s")
             assert "1943" in first.answer
-            assert await assistant.flush_memory()
+            assert await assistant.flush_memory(timeout_s=60)
             # The source has since been corrected: an earlier answer must not be set against it.
             corpus.passages = {
                 **PASSAGES,

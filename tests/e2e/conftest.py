@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from researchcrew.embedding.embedder import Embedder, get_embedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.memory.store import MemoryStore
-from researchcrew.settings import EmbeddingSettings, Settings
-from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, offline_settings
+from researchcrew.settings import Settings
+from tests.e2e.support import demo_documents, offline_settings, shared_embedder
 
 # Demo-corpus records about three testing topics: enough for real retrieval, quick to embed.
 KB_TOPICS = ("Metamorphic", "Flaky", "Mutation")
@@ -22,7 +22,7 @@ KB_TOPICS = ("Metamorphic", "Flaky", "Mutation")
 def embedder() -> Embedder:
     """The packaged all-MiniLM-L6-v2, the same process-wide instance the assistant gets from settings with
     ``embedding.cache_dir=MODEL_CACHE_DIR``."""
-    return get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR))
+    return shared_embedder()
 
 
 @pytest.fixture(scope="session")

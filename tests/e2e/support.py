@@ -9,6 +9,7 @@ OpenAI-compatible server.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,16 +18,33 @@ from typing import Any, ClassVar
 
 from researchcrew.contracts import ContextChunk, FinalResponse
 from researchcrew.data import demo_corpus_path
-from researchcrew.embedding.embedder import default_cache_dir
+from researchcrew.embedding.embedder import Embedder, default_cache_dir, get_embedder
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.loaders import load_file
 from researchcrew.settings import ArxivSettings, EmbeddingSettings, LLMSettings, RetrievalSettings, Settings
 from researchcrew.tools.base import Tool
+from tests.helpers.services import MEMORY_CONNECT_TIMEOUT
 from tests.loopback.server import closed_port
 
 # One ONNX export of the embedding model per machine (the user's cache), shared by every test in the process:
 # exporting it again per temporary data directory would cost ~20 s each time.
 MODEL_CACHE_DIR = default_cache_dir()
+
+
+def shared_embedder() -> Embedder:
+    """The packaged model from ``MODEL_CACHE_DIR`` (``get_embedder``), exported there once per machine even when
+    several test processes (pytest-xdist's workers) ask at the same moment: an exclusive lock on a file in the cache
+    is held while loading, so one process exports (~20 s) and the others wait, then load the export, instead of each
+    exporting the same model. (The export's rename into place already keeps concurrent exports correct.)"""
+    MODEL_CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with (MODEL_CACHE_DIR / ".tests-export.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 _MARKER = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
 
 
@@ -39,7 +57,9 @@ def offline_settings(data_dir: Path, *, llm: LLMSettings | None = None, **fields
             api_url=f"http://127.0.0.1:{closed_port()}/api/query", min_interval_s=0, num_retries=0, timeout_s=2
         ),
         "embedding": EmbeddingSettings(cache_dir=MODEL_CACHE_DIR),
-        "retrieval": RetrievalSettings(timeout_per_source_s=5),
+        # Generous bounds (returned from at once when sources answer): at load average 10+ the knowledge base's
+        # search alone took more than 5 s. Tests of timeouts and deadlines set their own.
+        "retrieval": RetrievalSettings(timeout_per_source_s=30, run_deadline_s=90),
         "llm": llm or LLMSettings(),
         **fields,
     }
@@ -54,6 +74,7 @@ def offline_environment(data_dir: Path) -> dict[str, str]:
         "RESEARCHCREW_ARXIV__MIN_INTERVAL_S": "0",
         "RESEARCHCREW_ARXIV__NUM_RETRIES": "0",
         "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(MODEL_CACHE_DIR),
+        **MEMORY_CONNECT_TIMEOUT,
     }
 
 

@@ -44,7 +44,7 @@ async def test_a_follow_up_in_a_session_is_researched_about_the_previous_subject
             else:
                 events.append(item)
         alone = await assistant.ask(FOLLOW_UP, user_id="ada", session_id="s2")  # a new session: nothing to resolve
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
         exported = await assistant.export_memory("ada")
         assert await assistant.last_session("ada") == "s2" and await assistant.last_session("nobody") is None
 

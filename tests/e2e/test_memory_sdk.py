@@ -25,7 +25,7 @@ async def test_export_and_forget_are_scoped_to_one_user(
     async with ResearchAssistant(settings, knowledge_base=demo_kb) as assistant:
         ada = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
         bob = await assistant.ask("How are flaky tests detected?", user_id="bob", session_id="s2")
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
 
         exported = await assistant.export_memory("ada")
         assert [e["response_id"] for e in exported["exchanges"]] == [ada.response_id]
@@ -51,7 +51,7 @@ async def test_forget_with_the_zep_backend_deletes_the_user_in_zep(
         )
         async with ResearchAssistant(settings, knowledge_base=demo_kb) as assistant:
             await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
-            assert await assistant.flush_memory()
+            assert await assistant.flush_memory(timeout_s=60)
             for _ in range(200):  # the mirror write reaches Zep in the background
                 if zep.users:
                     break

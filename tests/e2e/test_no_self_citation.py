@@ -51,7 +51,7 @@ async def test_a_related_question_neither_cites_nor_compares_the_earlier_answer(
             "By how much does daily aspirin reduce heart attacks?", user_id="ada", session_id="s"
         )
         assert "30%" in first.answer and first.citations
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
 
         first_source.chunks = [evidence("trial-5", OTHER_TRIAL, source_type="rag")]
         second = await assistant.ask(
@@ -76,7 +76,7 @@ async def test_a_related_question_the_sources_cannot_answer_is_not_answered_from
     tools = [source, MemoryTool(memory_store, settings.memory)]
     async with ResearchAssistant(settings, tools=tools, memory_store=memory_store) as assistant:
         await assistant.ask("By how much does daily aspirin reduce heart attacks?", user_id="ada", session_id="s")
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
         source.chunks = [evidence("volcano", "Explosive eruptions eject ash columns into the stratosphere.")]
         second = await assistant.ask(
             "How much does aspirin lower the risk of heart attack?", user_id="ada", session_id="s"
@@ -92,7 +92,7 @@ async def test_recalled_memory_holds_only_what_the_user_said(tmp_path: Path, mem
     recall = MemoryTool(memory_store, settings.memory)
     async with ResearchAssistant(settings, tools=[source, recall], memory_store=memory_store) as assistant:
         await assistant.ask("By how much does daily aspirin reduce heart attacks?", user_id="ada", session_id="s")
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
     result = await recall.search("aspirin and heart attacks", user_id="ada", session_id="s", min_relevance=0.0)
     assert result.ok and result.chunks
     for chunk in result.chunks:

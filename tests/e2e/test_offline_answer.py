@@ -65,7 +65,7 @@ async def test_a_repeated_question_is_answered_from_the_papers_again_not_from_th
 ) -> None:
     async with ResearchAssistant(settings_over(demo_kb_settings, tmp_path), knowledge_base=demo_kb) as assistant:
         first = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
         again = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
 
     memory = next(report for report in again.source_reports if report.source_type == "memory")
@@ -79,7 +79,7 @@ async def test_second_question_recalls_the_first_exchange(
 ) -> None:
     async with ResearchAssistant(settings_over(demo_kb_settings, tmp_path), knowledge_base=demo_kb) as assistant:
         first = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
-        assert await assistant.flush_memory()  # the first exchange is stored (in the background)
+        assert await assistant.flush_memory(timeout_s=60)  # the first exchange is stored (in the background)
         second = await assistant.ask("What did I ask about metamorphic testing before?", user_id="ada", session_id="s1")
         other_user = await assistant.ask(
             "What did I ask about metamorphic testing before?", user_id="bob", session_id="s9"

@@ -157,7 +157,7 @@ async def test_incoherent_input_is_refused_politely_without_any_search(
             await assistant.ask(text, user_id="ada")
             for text in ("sdfghjkl qwrtzpsd ;;;; ###", "   ", "?!?!?!?!?!?!?!?!")
         ]
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
     history = await memory_store.history(user_id="ada", session_id=None)
 
     assert tool.queries == []

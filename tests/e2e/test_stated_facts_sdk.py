@@ -57,7 +57,7 @@ async def test_facts_the_user_stated_answer_questions_about_them(
     async with ResearchAssistant(_settings(tmp_path, demo_kb_settings), knowledge_base=demo_kb) as assistant:
         for statement in TOLD:
             await assistant.ask(statement, user_id="ada", session_id="s1")
-        assert await assistant.flush_memory()
+        assert await assistant.flush_memory(timeout_s=60)
         answers = {
             (statement, question): await assistant.ask(question, user_id="ada", session_id="s1")
             for statement, (_, questions) in TOLD.items()

@@ -83,7 +83,7 @@ async def test_a_question_is_embedded_once_and_a_recalled_exchange_once_per_sess
         for question in questions:
             await assistant.ask(question, user_id="ada", session_id="s1")
             per_question.append(list(recorded.texts))
-            assert await assistant.flush_memory()  # memory writes embed the exchange: off the question's clock
+            assert await assistant.flush_memory(timeout_s=60)  # memory writes embed: off the question's clock
             recorded.texts.clear()
     for question, texts in zip(questions, per_question, strict=True):
         # Before: the search, the memory recall and the support measure embedded the question three times.

@@ -48,7 +48,7 @@ async def test_exchanges_are_mirrored_to_zep_and_recalled_from_it(
         settings = zep_settings(demo_kb_settings, tmp_path, server.url)
         async with ResearchAssistant(settings, knowledge_base=demo_kb) as assistant:
             first = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
-            assert await assistant.flush_memory()
+            assert await assistant.flush_memory(timeout_s=60)
             assert await eventually(lambda: len(zep.all_messages()) >= 2, timeout_s=10)
             # A question about the conversation: without an LLM, memory is quoted for those (synthesize/extractive.py).
             second = await assistant.ask("What did I ask about metamorphic testing?", user_id="ada", session_id="s1")
@@ -73,7 +73,7 @@ async def test_zep_down_loses_nothing_and_does_not_delay_the_answer(
         async with ResearchAssistant(settings, knowledge_base=demo_kb) as assistant:
             response = await assistant.ask("What is metamorphic testing?", user_id="ada", session_id="s1")
             assert response.answer_kind == "extractive"
-            assert await assistant.flush_memory()
+            assert await assistant.flush_memory(timeout_s=60)
             assert zep.all_messages() == []
             zep.mode = "up"  # Zep comes back: the outbox delivers what waited
             assert await eventually(lambda: len(zep.all_messages()) == 2, timeout_s=15)

@@ -42,7 +42,7 @@ import pytest
 
 from researchcrew.contracts import FinalResponse
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.embedding.embedder import Embedder, get_embedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.memory.zep import ZepMemory
 from researchcrew.runtime import open_runtime
@@ -61,7 +61,7 @@ from researchcrew.tools.base import Tool
 from researchcrew.tools.memory_recall import MemoryTool
 from researchcrew.tools.rag import RAGTool
 from researchcrew.tools.web import WebSearchTool
-from tests.e2e.support import MODEL_CACHE_DIR, demo_documents
+from tests.e2e.support import MODEL_CACHE_DIR, demo_documents, shared_embedder
 from tests.faults.matrix import FAULTS, RESULTS, TOOLS
 from tests.loopback.arxiv import ATOM, ArxivFake
 from tests.loopback.firecrawl import FirecrawlFake
@@ -299,7 +299,7 @@ def _settings(data_dir: Path, **fields: Any) -> Settings:
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """One embedder, a real knowledge base of demo abstracts, and an empty one, for every rag case."""
     tmp = tmp_path_factory.mktemp("fault_matrix")
-    embedder: Embedder = get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR))
+    embedder: Embedder = shared_embedder()
     with ExitStack() as stack:
         kb = KnowledgeBase(_settings(tmp / "kb"), embedder=embedder)
         stack.callback(kb.close)

@@ -33,6 +33,11 @@ PG_HOST, PG_PORT, PG_ADMIN_DB = _PG_DSN.hostname or "127.0.0.1", _PG_DSN.port or
 # The user of the DSN, else whichever of these this machine's server trusts.
 PG_USERS = (_PG_DSN.username,) if _PG_DSN.username else ("postgres", "root")
 REDIS_URL = os.environ.get("RESEARCHCREW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+# Opening a memory store (imports, the schema check, a connection) takes well under a second on an idle machine and
+# more than its 5 s default at load average 10+ (seen: "no answer within 5 s" for SQLite in a loaded CI run). Tests
+# that do not test that timeout give it a minute, in-process (tests/conftest.py) and in the processes they start;
+# it is a bound, not a wait: an open that works returns at once.
+MEMORY_CONNECT_TIMEOUT = {"RESEARCHCREW_MEMORY__CONNECT_TIMEOUT_S": "60"}
 
 
 def service_unavailable(reason: str) -> NoReturn:

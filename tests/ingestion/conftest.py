@@ -13,7 +13,7 @@ import pytest
 from researchcrew.embedding.embedder import Embedder, SentenceTransformerEmbedder, get_embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.settings import EmbeddingSettings, Settings
-from tests.e2e.support import MODEL_CACHE_DIR
+from tests.e2e.support import MODEL_CACHE_DIR, shared_embedder
 
 
 @pytest.fixture(scope="session")
@@ -22,7 +22,7 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     the end-to-end tests share: ``MODEL_CACHE_DIR``) instead of exporting again (~20 s, much more under load).
     The export files themselves are what some tests check; the float export is made here when a test asks."""
     path = tmp_path_factory.mktemp("models")
-    get_embedder(EmbeddingSettings(cache_dir=MODEL_CACHE_DIR))  # exports into the shared cache if it is not there
+    shared_embedder()  # exports into the shared cache if it is not there
     shutil.copytree(MODEL_CACHE_DIR / "onnx", path / "onnx", ignore=shutil.ignore_patterns(".*"))
     return path
 

@@ -25,6 +25,7 @@ from typing import Any
 from researchcrew.settings import Settings
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import MODEL_CACHE_DIR
+from tests.helpers.services import MEMORY_CONNECT_TIMEOUT
 from tests.jobs.conftest import RedisFixture
 from tests.loopback.server import Reply, Request
 
@@ -109,6 +110,7 @@ class Cluster:
                 "RESEARCHCREW_ARXIV__NUM_RETRIES": "0",
                 "RESEARCHCREW_ARXIV__CACHE_TTL_S": "0",
                 "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(MODEL_CACHE_DIR),
+                **MEMORY_CONNECT_TIMEOUT,
                 "RESEARCHCREW_JOBS__LEASE_S": "3",
                 "RESEARCHCREW_JOBS__REDELIVERY_AFTER_S": "5",
                 "RESEARCHCREW_JOBS__RETRY_BACKOFF_S": "0.05",

@@ -17,6 +17,7 @@ from researchcrew.jobs.contracts import JobQuestion, JobSpec
 from researchcrew.jobs.store import JobStore
 from researchcrew.memory.store import MemoryStore
 from tests.e2e.support import MODEL_CACHE_DIR
+from tests.helpers.services import MEMORY_CONNECT_TIMEOUT
 from tests.jobs.cluster import ArxivStandIn, question, wait_for
 from tests.loopback.server import LoopbackServer
 from tests.service.processes import child_environment, serve
@@ -47,6 +48,7 @@ def _environment(tmp_path: Path, database_url: str, arxiv_url: str) -> dict[str,
             "RESEARCHCREW_ARXIV__TIMEOUT_S": "20",
             "RESEARCHCREW_RETRIEVAL__TIMEOUT_PER_SOURCE_S": "20",
             "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(MODEL_CACHE_DIR),
+            **MEMORY_CONNECT_TIMEOUT,
             "RESEARCHCREW_JOBS__CONCURRENCY": "4",
             "RESEARCHCREW_JOBS__LEASE_S": str(LEASE_S),
             "RESEARCHCREW_JOBS__LEASE_POLL_S": str(POLL_S),

@@ -138,7 +138,15 @@ async def _run(cluster: Cluster, questions: list[str]) -> Any:
 async def test_arxiv_gets_one_request_per_3_seconds_from_all_workers_together(cluster: Any) -> None:
     stand_in = ArxivStandIn()
     with LoopbackServer(stand_in) as server:
-        workers = cluster(arxiv__api_url=f"{server.url}/api/query", arxiv__min_interval_s="3", jobs__concurrency="2")
+        # Four questions at once queue behind the 3 s pacing; their wait must not run into the source's timeout
+        # (7 s by default) or the question's deadline on a loaded machine: timeouts are not what is tested here.
+        workers = cluster(
+            arxiv__api_url=f"{server.url}/api/query",
+            arxiv__min_interval_s="3",
+            arxiv__timeout_s="90",
+            retrieval__run_deadline_s="180",
+            jobs__concurrency="2",
+        )
         workers.start("worker")
         workers.start("worker")
         info = await _run(workers, [question(n) for n in range(5)])

@@ -23,9 +23,9 @@ import pytest
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import Citation, FinalResponse
-from researchcrew.embedding.embedder import Embedder, get_embedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory.store import MemoryStore
-from researchcrew.settings import EmbeddingSettings
+from tests.e2e.support import shared_embedder
 from tests.helpers.services import fresh_postgres_database, pg_admin
 
 _pg_admin = pg_admin  # the name the memory-store tests use
@@ -69,7 +69,7 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
     """The real packaged all-MiniLM-L6-v2 (loaded once for the whole run)."""
-    return get_embedder(EmbeddingSettings())
+    return shared_embedder()
 
 
 @pytest.fixture

@@ -232,7 +232,7 @@ async def test_every_turn_of_a_conversation_continues_one_session(service: Harne
     assert [r.question for r in recorder.requests] == [QUESTION, FOLLOW_UP, "How are flaky tests found?"]
     assert [r.session_id for r in recorder.requests[:2]] == [session, session]
 
-    assert await service.runtime.flush_memory()
+    assert await service.runtime.flush_memory(timeout_s=60)
     async with service.http() as http:
         listed = (await http.get("/v1/sessions", headers=service.auth("ada"))).json()["sessions"]
         detail = (await http.get(f"/v1/sessions/{session}", headers=service.auth("ada"))).json()

@@ -122,7 +122,7 @@ async def test_asking_returns_the_cited_answer_and_the_session_keeps_it(
     assert answer["query"]["user_id"] == "ada" and answer["query"]["session_id"] == session_id
     assert answer["answer_kind"] == "extractive" and answer["citations"][0]["number"] == 1
     assert "Metamorphic testing checks relations" in answer["answer"]
-    assert await service.runtime.flush_memory()
+    assert await service.runtime.flush_memory(timeout_s=60)
 
     read = (await client.get(f"/v1/sessions/{session_id}", headers=service.auth("ada"))).json()
     assert read["session"]["title"] == QUESTION  # an untitled session takes its first question
@@ -155,7 +155,7 @@ async def test_deleting_a_session_deletes_its_exchanges_and_recall_forgets_them(
             f"/v1/sessions/{session_id}/messages", headers=service.auth("ada"), json={"question": QUESTION}
         )
         assert response.status_code == 200
-    assert await service.runtime.flush_memory()
+    assert await service.runtime.flush_memory(timeout_s=60)
     store = await service.runtime.memory_store()
     assert {r.session_id for r in await store.recall(user_id="ada", query_text=QUESTION, limit=5)} == {keep, drop}
     assert (await client.delete(f"/v1/sessions/{drop}", headers=service.auth("ada"))).status_code == 204

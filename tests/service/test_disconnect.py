@@ -73,7 +73,7 @@ def test_closing_the_event_stream_cancels_the_question(tmp_path: Path) -> None:
         assert source.cancelled.wait(3), "the question kept running after the client left"
         assert not source.finished.is_set()
         store = server.run_in_loop(runtime.memory_store())
-        assert server.run_in_loop(runtime.flush_memory())
+        assert server.run_in_loop(runtime.flush_memory(timeout_s=60))
         assert server.run_in_loop(store.export_user(user_id="local"))["exchanges"] == []
         assert app.state.service.throttle.running("local") == 0  # its place was given back
     asyncio.run(runtime.aclose())
@@ -106,7 +106,7 @@ def test_an_answer_that_completed_is_remembered_although_the_client_left(tmp_pat
             for line in r.iter_lines():
                 if '"stage":"remember","status":"finished"' in line:
                     break  # leave before the answer is delivered
-        assert server.run_in_loop(runtime.flush_memory())
+        assert server.run_in_loop(runtime.flush_memory(timeout_s=60))
         store = server.run_in_loop(runtime.memory_store())
         exchanges = server.run_in_loop(store.export_user(user_id="local"))["exchanges"]
         assert [(e["session_id"], e["question"]) for e in exchanges] == [(session_id, QUESTION)]

@@ -3,6 +3,7 @@ crewAI's OpenAPI file, through the real app with the service's keys; the complet
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,7 @@ from researchcrew.jobs.contracts import ItemFailure, QuestionResult, RunCounts, 
 from researchcrew.jobs.webhooks import SIGNATURE_HEADER, verify_signature
 from researchcrew.service.routes.kickoff import KickoffInputs, kickoff_status
 from researchcrew.settings import WebhooksSettings
-from tests.loopback.server import LoopbackServer, Reply, wait_until
+from tests.loopback.server import LoopbackServer, Reply
 from tests.service.jobs_support import QUESTIONS, jobs_service, jobs_settings, poll
 from tests.service.support import ServiceHarness
 from tests.service.test_api import assert_problem
@@ -126,7 +127,12 @@ async def test_the_crew_webhook_receives_the_finished_run_signed(tmp_path: Path)
             assert response.status_code == 200, response.text
             kickoff_id, secret = response.json()["kickoff_id"], response.json()["webhook_secret"]
             await poll(client, f"/status/{kickoff_id}", app.auth("ada"), lambda status: status["status"] in FINISHED)
-            assert wait_until(lambda: bool(receiver.requests_to("/crew")), timeout_s=10)
+            # The delivery runs on this event loop, after the status says finished: wait without blocking the loop
+            # (a blocking wait held the delivery back until it timed out, on a loaded machine).
+            for _ in range(1200):  # up to 60 s
+                if receiver.requests_to("/crew"):
+                    break
+                await asyncio.sleep(0.05)
     [delivery] = receiver.requests_to("/crew")
     assert verify_signature(secret, delivery.body, delivery.headers[SIGNATURE_HEADER.lower()])
     assert delivery.json()["run"]["id"] == kickoff_id and delivery.json()["run"]["status"] == "completed"

@@ -22,7 +22,7 @@ import pytest
 
 from researchcrew.memory.store import MemoryStore
 from tests.e2e.support import MODEL_CACHE_DIR
-from tests.helpers.services import fresh_postgres_database
+from tests.helpers.services import MEMORY_CONNECT_TIMEOUT, fresh_postgres_database
 from tests.loopback.arxiv import ArxivFake
 from tests.loopback.server import LoopbackServer, Reply, Request
 from tests.service.processes import child_environment, cli, serve
@@ -66,6 +66,7 @@ def _environment(data_dir: Path, arxiv_url: str, **extra: str) -> dict[str, str]
             "RESEARCHCREW_ARXIV__TIMEOUT_S": "15",
             "RESEARCHCREW_RETRIEVAL__TIMEOUT_PER_SOURCE_S": "15",
             "RESEARCHCREW_EMBEDDING__CACHE_DIR": str(MODEL_CACHE_DIR),
+            **MEMORY_CONNECT_TIMEOUT,
             "GRPC_VERBOSITY": "NONE",
             **extra,
         }

@@ -22,6 +22,7 @@ import pytest
 from researchcrew.runtime import open_runtime
 from researchcrew.service.app import create_app
 from researchcrew.service.streaming import KEEP_ALIVE, pump
+from researchcrew.settings import JobsSettings
 from tests.loopback.server import wait_until
 from tests.service.support import QUESTION, live_server, service_settings
 from tests.service.test_disconnect import SlowSource
@@ -114,7 +115,11 @@ async def test_a_pump_closed_between_events_or_after_its_result_leaves_nothing(
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[Any, SlowSource]]:
     source = SlowSource(delay_s=30.0)
-    settings = service_settings(tmp_path, auth=False)
+    # Without the embedded job scheduler: its periodic sweep is a task of the server's own that comes and goes (on a
+    # loaded machine it was still pending at every look for 30 s), and no stream starts it.
+    settings = service_settings(tmp_path, auth=False).model_copy(
+        update={"jobs": JobsSettings(embedded_scheduler=False)}
+    )
     runtime = open_runtime(settings, tools=[source])
     with live_server(create_app(settings, runtime=runtime)) as live:
         yield live, source

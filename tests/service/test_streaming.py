@@ -103,7 +103,7 @@ async def test_event_ids_increase_and_the_final_answer_is_remembered(
     ids = [int(line[4:]) for line in response.text.splitlines() if line.startswith("id: ")]
     assert ids == list(range(1, len(ids) + 1))
     answer = parse_events(response.text)[-2][1]
-    assert await service.runtime.flush_memory()
+    assert await service.runtime.flush_memory(timeout_s=60)
     read = (await client.get(f"/v1/sessions/{session_id}", headers=service.auth("ada"))).json()
     assert [e["response_id"] for e in read["exchanges"]] == [answer["response_id"]]
 

@@ -8,6 +8,7 @@ shrink (a violation that is gone must be deleted from it, so it cannot come back
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import researchcrew
 
 PACKAGE = Path(researchcrew.__file__).resolve().parent
+README = Path(__file__).resolve().parents[2] / "README.md"
 ROOT = "researchcrew"
 
 # Lowest first. A package may import from its own layer and the layers below it.
@@ -176,3 +178,32 @@ def test_the_layer_test_sees_the_imports() -> None:
     assert "researchcrew.db.job_tables" in graph["researchcrew.db.models"]  # `from researchcrew.db import x`
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def readme_layers() -> dict[str, int]:
+    """The README's folder table: each package (or top-level module) it names, and the layer it gives it."""
+    table: dict[str, int] = {}
+    for line in README.read_text(encoding="utf-8").splitlines():
+        row = re.match(r"\|\s*(\d+)\s*\|([^|]*)\|", line)
+        if row is None:
+            continue
+        for name in re.findall(r"`researchcrew/(\w+)(?:/|\.pyi?)`", row.group(2)):
+            assert name not in table, f"researchcrew/{name} is in the README's folder table twice"
+            table[name] = int(row.group(1))
+    return table
+
+
+def test_the_readme_folder_table_matches_the_layers() -> None:
+    """Every package has its row in the README's folder table, with the layer it has here; no row names a package
+    that does not exist."""
+    packages = {package_of(module) for module in _modules()}
+    table = readme_layers()
+    assert packages - table.keys() == set(), "packages missing from the README's folder table"
+    assert table.keys() - packages == set(), "the README's folder table names packages that do not exist"
+    assert {name: layer for name, layer in table.items() if layer != layer_of(name)} == {}, "wrong layer in README"
+
+
+def test_the_readme_table_reader_sees_the_rows() -> None:
+    table = readme_layers()
+    assert table["errors"] == 0 and table["runtime"] == layer_of("runtime") and table["__init__"] == len(LAYERS) - 1
+    assert {"text", "llm"} <= table.keys()  # two packages in one row

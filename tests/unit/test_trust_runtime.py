@@ -30,7 +30,7 @@ async def test_memory_down_then_back_is_used_again(tmp_path: Path, monkeypatch: 
         blocker.unlink()
         blocker.mkdir()  # the folder is there now: the next question opens the store
         back = await runtime.ask(request)
-        assert await runtime.flush_memory()
+        assert await runtime.flush_memory(timeout_s=60)
         exported = await runtime.export_user("ada")
 
     assert down.memory_status == "unavailable"
