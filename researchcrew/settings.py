@@ -560,7 +560,9 @@ class ConfidenceSettings(_Group):
     for every source (the question and the passage embedded by the shared model, not the source's own score, which
     for web and arXiv is only a rank) — ``semantic`` = the cosine mapped linearly from ``semantic_floor`` (0) to
     ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
-    (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``). Before
+    (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``) or none of
+    whose sentences states the answer: the question's specific words with the kind of answer asked for
+    (``statement_*``, pipeline/statement.py). Before
     writing, the best support decides: at least ``answer_min_support`` → answer;
     below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
     confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band
