@@ -302,7 +302,7 @@ def judge(question: Question, response: Any, keys: dict[str, str], passages: dic
         "abstained": kind in ABSTAIN_KINDS,
         "cited_gold": answered and cited_gold,
         "correct": answered and correct,
-        "source_failed": any(report.status in ("failed", "skipped") for report in response.source_reports),
+        "source_failed": any(r.status in ("failed", "skipped") for r in getattr(response, "source_reports", ())),
         "confidence": round(float(response.confidence), 4),
         "level": str(response.confidence_level),
     }
