@@ -93,11 +93,11 @@ async def test_the_passage_stating_the_answer_still_answers_and_ranks_first() ->
     assert checked["qc:1"] < unchecked["qc:1"]  # no date, no name: on the subject, not the answer
 
 
-async def test_a_claim_is_supported_by_the_passage_holding_its_specific_words_not_the_neighbouring_one() -> None:
-    claim = "Taking 400mg of alpha-tocopheryl acetate helps to prevent prostate cancer."
+async def test_a_question_is_supported_by_the_passage_holding_its_specific_words_not_the_neighbouring_one() -> None:
+    question = "Does taking 400mg of alpha-tocopheryl acetate help to prevent prostate cancer?"
     gold = _chunk(
         "gold:0",
-        claim,
+        question,
         "Daily supplementation with 400mg alpha-tocopheryl acetate reduced the incidence of prostate cancer by a "
         "third among smokers.",
         title="Alpha-tocopheryl acetate and prostate cancer prevention",
@@ -105,18 +105,25 @@ async def test_a_claim_is_supported_by_the_passage_holding_its_specific_words_no
     )
     neighbour = _chunk(
         "near:0",
-        claim,
+        question,
         "Androgens play a critical role in the growth of prostate cancer. We aim to identify androgen regulated "
         "micro-RNAs that help to prevent progression.",
         title="Androgen regulation of micro-RNAs in prostate cancer",
         dense=0.63,
     )
-    factors = statement_factors(claim, [gold, neighbour], SETTINGS)
+    factors = statement_factors(question, [gold, neighbour], SETTINGS)
     assert factors["gold:0"] > factors["near:0"]
-    checked = await _support(claim, [gold, neighbour])
-    unchecked = await _support(claim, [gold, neighbour], statement_floor=1.0)
+    checked = await _support(question, [gold, neighbour])
+    unchecked = await _support(question, [gold, neighbour], statement_floor=1.0)
     assert unchecked["near:0"] >= SETTINGS.answer_min_support  # before: the neighbour alone would answer
     assert checked["near:0"] < SETTINGS.answer_min_support <= checked["gold:0"]
+
+
+def test_a_claim_is_not_checked_sentence_by_sentence() -> None:
+    claim = "Taking 400mg of alpha-tocopheryl acetate helps to prevent prostate cancer."
+    neighbour = _chunk("near:0", claim, "Androgens play a critical role in the growth of prostate cancer.")
+    assert statement_factors(claim, [neighbour], SETTINGS) == {"near:0": 1.0}
+    assert statement_factors("Who wrote it", [neighbour], SETTINGS)["near:0"] < 1.0  # a question, even without "?"
 
 
 def test_a_word_every_passage_holds_weighs_less_than_one_only_a_few_hold() -> None:
