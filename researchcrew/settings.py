@@ -576,7 +576,9 @@ class ConfidenceSettings(_Group):
     for every source (the question and the passage embedded by the shared model, not the source's own score, which
     for web and arXiv is only a rank) — ``semantic`` = the cosine mapped linearly from ``semantic_floor`` (0) to
     ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
-    (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``). Before
+    (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``) or none of
+    whose sentences states the answer: the question's specific words with the kind of answer asked for
+    (``statement_*``, pipeline/statement.py). Before
     writing, the best support decides: at least ``answer_min_support`` → answer;
     below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
     confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band
@@ -624,6 +626,29 @@ class ConfidenceSettings(_Group):
         "Tesla, MATH500): a passage that lacks some of them supports the question only name_penalty + (1 - "
         "name_penalty) × the share it holds of its support (1 turns this off). Chosen on the tune split of "
         "benchmarks/answer_quality.py.",
+    )
+    statement_floor: float = Field(
+        default=0.4,
+        ge=0,
+        le=1,
+        description="A passage on the question's subject may still not state its answer (pipeline/statement.py): "
+        "its support is multiplied by statement_floor + (1 - statement_floor) × min(1, statement / statement_full), "
+        "where statement is how well its best sentence holds the question's specific words and the kind of answer "
+        "asked for (1 turns this off). Chosen on the tune split of benchmarks/answer_quality.py.",
+    )
+    statement_full: float = Field(
+        default=0.6,
+        gt=0,
+        le=1,
+        description="A best sentence scoring this much (of the question's weighted words, with the kind of answer "
+        "asked for) states the answer in full: the passage keeps all its support.",
+    )
+    statement_type_penalty: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="A sentence without the kind of answer the question asks for (who → a name, when → a date, how "
+        "many → a number, where → a place) counts this share of its words; a missing cause costs half as much.",
     )
     support_weight: float = Field(
         default=0.7,

@@ -14,7 +14,10 @@ asks the question directly:
   QuickCheck?", "How many GraphQL API testing tools ...?", "... Tesla Autopilot ..."): a passage holding only a
   share of them has its support multiplied by ``name_penalty + (1 − name_penalty) × share``. Near-miss questions
   about a neighbouring thing (GraphQL where the corpus has a REST API study) were answered at confidence 0.70
-  from the neighbour (issue 20, ``benchmarks/answer_quality.py``). Conversation memory is judged by its own rules.
+  from the neighbour (issue 20, ``benchmarks/answer_quality.py``). Conversation memory is judged by its own rules;
+* **statement** — a passage on the question's subject may still not state its answer: no sentence of it holds the
+  question's specific words together with the kind of answer asked for (a name for "who", a date for "when", a
+  number for "how many"); its support is multiplied by ``pipeline.statement.statement_factors`` (model-free).
 
 Conversation memory is judged on what it is, not by word overlap with a research question, because an earlier
 exchange quotes the user:
@@ -66,6 +69,7 @@ from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_e
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
+from researchcrew.pipeline.statement import statement_factors
 from researchcrew.settings import ConfidenceSettings
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import QUERY_STOP_WORDS, content_terms, term_set
@@ -292,6 +296,7 @@ class EmbeddingSupport:
                 best[owner] = max(best[owner], float(cosine))
         measured: dict[str, Support] = {}
         names = question_names(question)
+        stated = statement_factors(question, chunks, self.settings)  # does a sentence state the answer?
         for index, chunk in enumerate(chunks):
             support = fixed.get(index)
             if support is None:
@@ -299,6 +304,7 @@ class EmbeddingSupport:
                 cosine = best[index] if best[index] > -1.0 else None
                 semantic = self.semantic(cosine) if cosine is not None else 0.0
                 named = 1.0 if chunk.source_type == MEMORY_SOURCE_TYPE else name_factor(names, chunk, self.settings)
+                named *= stated[chunk.chunk_id]
                 score = round(((1 - weight) * semantic + weight * share) * named, 4)
                 support = Support(score, None if cosine is None else round(cosine, 4), round(share, 4), "embedding")
             measured[chunk.chunk_id] = support

@@ -96,6 +96,17 @@ def test_judge_needs_a_cited_gold_passage_that_holds_the_answer() -> None:
     assert asked_back["abstained"] and not asked_back["correct"]
 
 
+def test_a_failed_or_skipped_source_is_counted_so_a_broken_run_shows() -> None:
+    question = aq.Question("q", "demo", "Who wrote it?", True, "fact", ("d",), (), "tune")
+    skipped = _response("uncertainty", [], confidence=0.0)
+    skipped.source_reports = [SimpleNamespace(status="skipped"), SimpleNamespace(status="success")]
+    answered = _response("extractive", [("d1", "")])
+    answered.source_reports = [SimpleNamespace(status="success")]
+    rows = [aq.judge(question, skipped, {"d1": "d"}, {}), aq.judge(question, answered, {"d1": "d"}, {})]
+    assert [row["source_failed"] for row in rows] == [True, False]
+    assert aq.summarise([{**row, "ms": 1.0} for row in rows])["source_failed"] == 1
+
+
 def test_auroc_counts_ties_half() -> None:
     assert aq.auroc([0.9, 0.8], [0.1, 0.2]) == 1.0
     assert aq.auroc([0.1], [0.9]) == 0.0
