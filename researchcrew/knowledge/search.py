@@ -127,7 +127,9 @@ class Searcher:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         if not 0.0 <= min_relevance <= 1.0:
             raise ValueError(f"min_relevance must be in [0, 1], got {min_relevance}")
-        base = filters or SearchFilters()
+        base = self._scoped(filters or SearchFilters())
+        if base is None:
+            return []
         hint = None if base.has_dates else parse_date_hint(text, today=self._today().date())
         request = fusion.Request(
             vector=self._embedder().embed_query(text).tolist() if mode != "bm25" else None,
@@ -159,6 +161,16 @@ class Searcher:
         return hits[:top_k]
 
     # Steps -----------------------------------------------------------------------------------------------------
+    def _scoped(self, filters: SearchFilters) -> SearchFilters | None:
+        """The filters as this collection can apply them; None when they match nothing. A schema-1 knowledge base
+        has no collection field and every chunk of it is shared: a search allowed ``shared`` needs no collection
+        clause, and one that is not allowed it matches nothing (decided here, no row is read)."""
+        if filters.collections is None or self._store.has_collections:
+            return filters
+        if schema.SHARED in filters.collections:
+            return filters.model_copy(update={"collections": None})
+        return None
+
     def _candidates(self, request: fusion.Request, expression: str) -> dict[str, fusion.Candidate]:
         candidates: dict[str, fusion.Candidate] = {}
         if request.vector is not None:

@@ -156,6 +156,7 @@ class CollectionStore:
         self.accept_stale_analyzer = False
         self._lock = threading.RLock()  # re-entrant: a failed connect reports (and resets) under the same lock
         self.recorded: dict[str, Any] = {}  # what the collection's description says it was built with
+        self._has_collections = True  # whether rows carry ``schema.COLLECTION`` (schema 2); read on connect
 
     # Connection ------------------------------------------------------------------------------------------------
     @property
@@ -215,7 +216,8 @@ class CollectionStore:
                 rows = client.query(self.collection, filter="", output_fields=["count(*)"], timeout=timeout)
                 if not rows or int(rows[0]["count(*)"]) == 0:
                     dimension = self._dimension()
-                    label = schema.description(self._model_name, dimension)
+                    version = schema.SCHEMA_VERSION if schema.COLLECTION in names else min(schema.LEGACY_VERSIONS)
+                    label = schema.description(self._model_name, dimension, version=version)
                     client.alter_collection_properties(
                         self.collection, properties={schema.PROPERTY: label}, timeout=timeout
                     )
@@ -225,11 +227,14 @@ class CollectionStore:
         except Exception as error:
             raise self._translate("open collection", error) from error
         self.recorded = recorded
+        self._has_collections = schema.COLLECTION in names
         self._check_compatible(names)
 
     def _check_compatible(self, names: set[str]) -> None:
         recorded = self.recorded
-        if schema.SEARCH_TEXT not in names or recorded.get("researchcrew_schema") != schema.SCHEMA_VERSION:
+        version = recorded.get("researchcrew_schema")
+        known = version == schema.SCHEMA_VERSION and schema.COLLECTION in names or version in schema.LEGACY_VERSIONS
+        if schema.SEARCH_TEXT not in names or not known:
             raise KnowledgeBaseError(
                 f"collection {self.collection!r} at {self.display_uri} was not created by this version of "
                 "researchcrew; choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
@@ -248,13 +253,24 @@ class CollectionStore:
             )
 
     @property
+    def has_collections(self) -> bool:
+        """Whether rows carry their document collection (schema 2). A schema-1 knowledge base does not: every chunk
+        of it is in ``schema.SHARED``. Connects when not connected yet."""
+        self.open()
+        return self._has_collections
+
+    @property
     def analyzer_current(self) -> bool:
         """Whether the collection's BM25 text was written by this version's analyzer."""
         return self.recorded.get("analyzer") == ANALYZER_VERSION
 
     def mark_analyzer_current(self) -> None:
         """Record in the collection that its BM25 text now comes from this version's analyzer."""
-        label = schema.description(str(self.recorded.get("embedding_model")), int(self.recorded.get("dimension", 0)))
+        label = schema.description(
+            str(self.recorded.get("embedding_model")),
+            int(self.recorded.get("dimension", 0)),
+            version=int(self.recorded.get("researchcrew_schema", schema.SCHEMA_VERSION)),
+        )
         self._call(
             "label collection",
             lambda c, **kw: c.alter_collection_properties(self.collection, properties={schema.PROPERTY: label}, **kw),
