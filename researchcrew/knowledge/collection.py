@@ -215,7 +215,7 @@ class KnowledgeBase:
                 f"collections and holds only {schema.SHARED!r}; run `researchcrew kb reindex` once to upgrade it "
                 f"(nothing is re-embedded), then store documents in {collection!r}"
             )
-        return "" if collection == schema.SHARED else f"{schema.PK} == \"\""  # matches no row
+        return "" if collection == schema.SHARED else f'{schema.PK} == ""'  # matches no row
 
     def _state(self, source_keys: Sequence[str], scope: str = "") -> dict[str, dict[str, str]]:
         """source_key → {doc_id: "complete" | "partial"} for the keys given (within ``scope``, a collection)."""
@@ -235,9 +235,7 @@ class KnowledgeBase:
             raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
 
-    def _store(
-        self, group: list[_Pending], vectors: Vectors, report: AddReport, collection: str, scope: str
-    ) -> None:
+    def _store(self, group: list[_Pending], vectors: Vectors, report: AddReport, collection: str, scope: str) -> None:
         analyzer = default_analyzer()
         now = int(time.time())
         fresh: list[dict[str, Any]] = []  # keys that hold nothing yet: plain inserts

@@ -105,7 +105,9 @@ class SearchFilters(Contract):
         for key, value in sorted(self.metadata.items()):
             clauses.append(f'{schema.METADATA}["{key}"] == {_literal(value)}')
         if self.collections is not None:  # `in []` is valid and matches nothing: a user who may read nothing
-            clauses.append(f"{schema.COLLECTION} in [{', '.join(schema.quote(v) for v in sorted(set(self.collections)))}]")
+            clauses.append(
+                f"{schema.COLLECTION} in [{', '.join(schema.quote(v) for v in sorted(set(self.collections)))}]"
+            )
         return " and ".join(clauses)
 
 

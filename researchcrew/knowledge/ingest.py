@@ -120,9 +120,10 @@ def ingest_paths(
     ``field_map`` maps JSONL fields (``{"id": "_id", "text": "body"}`` or ``["id=_id", "text=body"]``).
     ``progress``: ``True`` shows a progress bar on stderr when it is a terminal (nothing otherwise: a bar's
     carriage-return frames do not belong in log files), ``False`` nothing, a callable is called with
-    (documents done, documents to add, chunks added). Raises for usage mistakes (a bad field mapping, a batch
-    size below 1, an invalid ``collection`` name) and ``KnowledgeBaseError`` when the store cannot be read at all; everything about the input, and a
-    store or model failure part-way, is reported in the returned ``IngestReport``.
+    (documents done, documents to add, chunks added). ``collection``: which document collection the documents go
+    into (``knowledge/access.py``). Raises for usage mistakes (a bad field mapping, a batch size below 1, an invalid
+    collection name) and ``KnowledgeBaseError`` when the store cannot be read at all; everything about the input,
+    and a store or model failure part-way, is reported in the returned ``IngestReport``.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")

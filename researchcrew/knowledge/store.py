@@ -233,7 +233,7 @@ class CollectionStore:
     def _check_compatible(self, names: set[str]) -> None:
         recorded = self.recorded
         version = recorded.get("researchcrew_schema")
-        known = version == schema.SCHEMA_VERSION and schema.COLLECTION in names or version in schema.LEGACY_VERSIONS
+        known = (version == schema.SCHEMA_VERSION and schema.COLLECTION in names) or version in schema.LEGACY_VERSIONS
         if schema.SEARCH_TEXT not in names or not known:
             raise KnowledgeBaseError(
                 f"collection {self.collection!r} at {self.display_uri} was not created by this version of "
