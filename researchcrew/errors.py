@@ -139,5 +139,9 @@ class CollectionNotFoundError(CollectionError):
     """No document collection has this name (or the asking user may not see it)."""
 
 
+class CollectionConflictError(CollectionError):
+    """A collection of that name exists already."""
+
+
 class CollectionForbiddenError(CollectionError):
     """The collection exists but the asking user may not change it (only its owner may)."""

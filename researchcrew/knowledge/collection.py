@@ -368,6 +368,18 @@ class KnowledgeBase:
         logger.info("removed %d chunks (%d source keys, %d doc ids asked)", count, len(source_keys), len(doc_ids))
         return count
 
+    def remove_collection(self, collection: str) -> int:
+        """Delete every chunk of ``collection`` (when the collection itself is removed: a collection made again
+        under the same name must not show its predecessor's documents to new readers); returns the count."""
+        scope = self.collection_clause(collection)
+        if not scope or collection == schema.SHARED:
+            raise KnowledgeBaseError(f"the {schema.SHARED!r} collection cannot be removed")
+        count = self.store.count(scope)
+        if count:
+            self.store.delete(scope)
+        logger.info("removed %d chunks of collection %s", count, collection)
+        return count
+
     def flush(self) -> None:
         """Persist buffered writes now (Milvus Lite also does this on ``close``)."""
         self.store.flush()

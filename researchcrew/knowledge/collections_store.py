@@ -25,7 +25,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from researchcrew.db.failures import store_failure
 from researchcrew.db.models import KbCollectionMemberRow, KbCollectionRow
 from researchcrew.db.session import Sessions
-from researchcrew.errors import CollectionError, CollectionForbiddenError, CollectionNotFoundError
+from researchcrew.errors import (
+    CollectionConflictError,
+    CollectionError,
+    CollectionForbiddenError,
+    CollectionNotFoundError,
+)
 from researchcrew.knowledge.access import (
     MAX_USER_ID,
     SHARED,
@@ -107,12 +112,12 @@ class CollectionsStore:
         try:
             async with self._write.begin() as session:
                 if await session.get(KbCollectionRow, name) is not None:
-                    raise CollectionError(f"collection {name!r} exists already; change its members instead")
+                    raise CollectionConflictError(f"collection {name!r} exists already; change its members instead")
                 session.add(KbCollectionRow(name=name, owner_id=owner_id, created_at=now))
                 await session.flush()
                 session.add_all(KbCollectionMemberRow(collection=name, user_id=m, added_at=now) for m in readers)
         except IntegrityError as error:  # made by someone else at the same moment
-            raise CollectionError(f"collection {name!r} was added by someone else just now") from error
+            raise CollectionConflictError(f"collection {name!r} was added by someone else just now") from error
         logger.info("added collection %s (owner %s, %d members)", name, owner_id or "operator", len(readers))
         return CollectionInfo(name=name, kind="named", owner_id=owner_id, members=readers, created_at=now)
 
@@ -142,6 +147,13 @@ class CollectionsStore:
         return CollectionInfo(
             name=name, kind="named", owner_id=row.owner_id, members=members, created_at=row.created_at
         )
+
+    @_guarded("checking a collection's owner")
+    async def check_owner(self, name: str, *, acting_user: str | None) -> None:
+        """Nothing when ``acting_user`` may change the collection; ``CollectionForbiddenError`` for a member,
+        ``CollectionNotFoundError`` for anyone else (or no such collection)."""
+        async with self._read() as session:
+            await self._changeable(session, name, acting_user)
 
     @_guarded("removing a collection")
     async def remove(self, name: str, *, acting_user: str | None = None) -> None:

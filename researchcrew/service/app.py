@@ -100,8 +100,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
 
     for router in (health.router, sessions.router, messages.router, openai_compat.router, deep_runs.router):
         app.include_router(router)
-    from researchcrew.service.routes import jobs, kickoff
+    from researchcrew.service.routes import collections, jobs, kickoff
 
+    app.include_router(collections.router)  # document collections and who reads them
     app.include_router(jobs.router)  # batch jobs and runs
     app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
     web.install(app)  # the web page at / and its static files
