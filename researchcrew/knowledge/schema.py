@@ -31,6 +31,7 @@ from researchcrew.knowledge.analysis import ANALYZER_VERSION
 SCHEMA_VERSION = 2
 LEGACY_VERSIONS = frozenset({1})  # read as they are (every chunk in ``SHARED``); upgraded by ``kb reindex``
 PROPERTY = "researchcrew"  # collection property holding ``description(...)``
+UPGRADE_SUFFIX = "__schema2"  # the copy ``knowledge/upgrade.py`` fills before it takes the old collection's name
 
 PK = "pk"
 CHUNK_ID = "chunk_id"

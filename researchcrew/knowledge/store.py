@@ -198,6 +198,12 @@ class CollectionStore:
     def _ensure_collection(self, client: Any) -> None:
         timeout = self._settings.milvus.timeout_s
         try:
+            upgraded = self.collection + schema.UPGRADE_SUFFIX
+            if not client.has_collection(self.collection, timeout=timeout) and client.has_collection(
+                upgraded, timeout=timeout
+            ):  # an upgrade stopped between dropping the old collection and renaming its copy: finish it
+                logger.warning("finishing the upgrade of %s: renaming %s", self.collection, upgraded)
+                client.rename_collection(upgraded, self.collection, timeout=timeout)
             if not client.has_collection(self.collection, timeout=timeout):
                 dimension = self._dimension()
                 logger.info("creating collection %s at %s (dimension %d)", self.collection, self.display_uri, dimension)
@@ -276,6 +282,10 @@ class CollectionStore:
             lambda c, **kw: c.alter_collection_properties(self.collection, properties={schema.PROPERTY: label}, **kw),
         )
         self.recorded = schema.parse_description(label)
+
+    def call(self, operation: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``function(client, *args, timeout=..., **kwargs)`` with failures translated (for maintenance code)."""
+        return self._call(operation, function, *args, **kwargs)
 
     def open(self) -> None:
         """Connect now rather than on the first call (reads the collection's label; see ``recorded``)."""

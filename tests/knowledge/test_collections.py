@@ -16,6 +16,7 @@ from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.knowledge.ingest import ingest_paths
+from researchcrew.knowledge.upgrade import upgrade_to_collections
 from researchcrew.settings import Settings
 from researchcrew.tools.rag import RAGTool
 
@@ -141,3 +142,37 @@ async def test_a_schema_one_knowledge_base_is_read_as_shared(legacy_kb: Knowledg
     assert legacy_kb.add_documents([SECRET]).documents_added == 1
     with pytest.raises(KnowledgeBaseError, match="kb reindex"):
         legacy_kb.add_documents([SECRET], collection="user:ada")
+
+
+def test_the_upgrade_copies_every_chunk_into_shared(legacy_kb: KnowledgeBase) -> None:
+    query = "carbon dioxide into sugars"
+    before = [(hit.chunk_id, round(hit.relevance, 4)) for hit in legacy_kb.search(query, top_k=5)]
+    chunks = legacy_kb.stats().chunks
+    report = upgrade_to_collections(legacy_kb)
+    assert (report.upgraded, report.chunks) == (True, chunks)
+    assert legacy_kb.store.has_collections and legacy_kb.store.recorded["researchcrew_schema"] == schema.SCHEMA_VERSION
+    assert {row[schema.COLLECTION] for row in legacy_kb.store.rows("", [schema.COLLECTION])} == {"shared"}
+    assert [(hit.chunk_id, round(hit.relevance, 4)) for hit in legacy_kb.search(query, top_k=5)] == before
+    assert legacy_kb.add_documents([SECRET], collection="user:ada").documents_added == 1
+    assert legacy_kb.add_documents(CORPUS).documents_skipped == len(CORPUS)  # same keys: nothing re-embedded
+    assert upgrade_to_collections(legacy_kb).upgraded is False
+
+
+def test_an_upgrade_cut_off_before_the_rename_is_finished_on_open(
+    legacy_kb: KnowledgeBase, settings: Settings, embedder: Embedder
+) -> None:
+    chunks = legacy_kb.stats().chunks
+    real_call = legacy_kb.store.call
+
+    def crash_on_swap(operation: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        if operation.startswith("replace the collection"):
+            real_call("drop", lambda c, **kw: c.drop_collection(legacy_kb.store.collection, **kw))
+            raise KnowledgeBaseError("the process died here")
+        return real_call(operation, function, *args, **kwargs)
+
+    legacy_kb.store.call = crash_on_swap  # type: ignore[method-assign]
+    with pytest.raises(KnowledgeBaseError, match="died"):
+        upgrade_to_collections(legacy_kb)
+    legacy_kb.close()
+    with KnowledgeBase(settings, embedder=embedder) as reopened:
+        assert reopened.store.has_collections and reopened.stats().chunks == chunks
