@@ -13,13 +13,17 @@ from pathlib import Path
 import pytest
 
 from researchcrew.assistant import ResearchAssistant
+from researchcrew.contracts import RetrieverInput
 from researchcrew.embedding.embedder import Embedder
+from researchcrew.errors import ResearchCrewError
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.collections_store import CollectionsStore
 from researchcrew.knowledge.documents import Document
 from researchcrew.memory.store import MemoryStore
+from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.service.app import create_app
-from researchcrew.settings import DeepResearchSettings, ServiceSettings
+from researchcrew.settings import DeepResearchSettings, RetrievalSettings, ServiceSettings
+from researchcrew.tools.rag import RAGTool
 from tests.e2e.support import demo_documents, offline_settings
 from tests.service.support import ServiceHarness
 
@@ -47,6 +51,7 @@ class Doors:
     assistant: ResearchAssistant
     service: ServiceHarness
     collections: CollectionsStore
+    knowledge_base: KnowledgeBase
 
 
 @pytest.fixture
@@ -68,7 +73,7 @@ async def doors(tmp_path: Path, embedder: Embedder) -> AsyncIterator[Doors]:
         async with app.router.lifespan_context(app):
             await harness.add_user("ada")
             await harness.add_user("bob")
-            yield Doors(assistant, harness, collections)
+            yield Doors(assistant, harness, collections, knowledge_base)
     finally:
         await assistant.aclose()
         await store.close()
@@ -136,3 +141,24 @@ async def test_a_removed_member_loses_access_at_once(doors: Doors) -> None:
     for name, door in (("sdk", _sdk), ("chat", _chat), ("openai", _openai)):
         assert TEAM_MARK not in await door(doors, "bob", TEAM_QUESTION), f"{name}: Bob still reads team-x"
     assert TEAM_MARK in await _openai(doors, "ada", TEAM_QUESTION)
+
+
+async def test_no_option_searches_as_another_user(doors: Doors) -> None:
+    options = {"rag": {"user_id": "ada"}}
+    async with doors.service.client() as http:
+        made = (await http.post("/v1/sessions", headers=doors.service.auth("bob"), json={})).json()
+        response = await http.post(
+            f"/v1/sessions/{made['session_id']}/messages",
+            headers=doors.service.auth("bob"),
+            json={"question": SECRET_QUESTION, "tool_options": options},
+        )
+    assert response.status_code == 422 and "tool_options" in response.text
+    with pytest.raises(ResearchCrewError, match="searches as the user who asks"):
+        await doors.assistant.ask(SECRET_QUESTION, user_id="bob", tool_options=options)
+    # Below the contract, the Retriever still passes the asking user last: an option cannot override it.
+    retriever = Retriever([RAGTool(doors.knowledge_base, access=doors.collections)], settings=RetrievalSettings())
+    smuggled = {"rag": {"user_id": "ada", "min_relevance": 0.0}}
+    for user, finds in (("bob", False), ("ada", True)):
+        asked = RetrieverInput(query_text=SECRET_QUESTION, user_id=user, session_id="s", tool_options=smuggled)
+        found = (await retriever.run(asked)).aggregated_context
+        assert found.chunks and (SECRET_MARK in found.model_dump_json()) is finds, user
