@@ -76,6 +76,7 @@ class SearchHit(Contract):
     source_key: str = Field(description="Where the document lives (path or key).")
     source: str = Field(default="", description="The source the document came from (file, folder, corpus).")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Document metadata (authors, ...).")
+    collection: str = Field(default=schema.SHARED, description="The document collection the chunk belongs to.")
     relevance: float = Field(ge=0.0, le=1.0, description="Calibrated relevance in [0, 1] (see `fusion`).")
     scores: HitScores = Field(default_factory=HitScores, description="Raw scores for diagnostics.")
     date_hint_match: bool | None = Field(
@@ -284,6 +285,7 @@ def _to_hit(item: fusion.Scored, hint: DateHint | None, now: datetime, weight: f
         source_key=str(row.get(schema.SOURCE_KEY, "")),
         source=str(row.get(schema.SOURCE, "")),
         metadata=dict(row.get(schema.METADATA) or {}),
+        collection=str(row.get(schema.COLLECTION) or schema.SHARED),
         relevance=item.relevance,
         scores=HitScores(
             dense=item.candidate.dense,

@@ -412,7 +412,7 @@ class CollectionStore:
                 anns_field=field,
                 limit=limit,
                 filter=expression,
-                output_fields=schema.OUTPUT_FIELDS,
+                output_fields=schema.OUTPUT_FIELDS + ([schema.COLLECTION] if self._has_collections else []),
                 search_params=params,
                 **kw,
             ),

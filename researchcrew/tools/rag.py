@@ -127,6 +127,7 @@ def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name, query: st
         "chunk_count": hit.chunk_count,
         "source_key": hit.source_key,
         "source": hit.source,
+        "collection": hit.collection,
         "scores": hit.scores.model_dump(),
     }
     if hit.date_hint_match is not None:

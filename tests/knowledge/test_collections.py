@@ -64,7 +64,8 @@ async def test_the_rag_tool_searches_only_what_the_user_may_read(kb: KnowledgeBa
     ada = await tool.search(query, num_results=1, min_relevance=0.0, user_id="ada")
     bob = await tool.search(query, num_results=5, min_relevance=0.0, user_id="bob")
     anonymous = await tool.search(query, num_results=5, min_relevance=0.0)
-    assert ada.chunks[0].source_id == SECRET.doc_id
+    assert ada.chunks[0].source_id == SECRET.doc_id and ada.chunks[0].metadata["collection"] == "user:ada"
+    assert {chunk.metadata["collection"] for chunk in bob.chunks} == {"shared"}
     assert bob.ok and bob.chunks and SECRET.doc_id not in {chunk.source_id for chunk in bob.chunks}
     assert anonymous.chunks and SECRET.doc_id not in {chunk.source_id for chunk in anonymous.chunks}
     # A caller's own collections only narrow: Bob asking for Ada's collection gets nothing from it.
