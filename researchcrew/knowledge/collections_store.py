@@ -104,6 +104,15 @@ class CollectionsStore:
             )
             return [*names, *sorted(str(name) for name in rows.scalars())]
 
+    async def may_store(self, user_id: str, collection: str) -> bool:
+        """Whether a user of the service may store documents into ``collection``: their own private one, or a
+        named one they read. ``shared`` is filled by the operator (`researchcrew ingest`), not over HTTP."""
+        if collection == SHARED:
+            return False
+        if collection == private_collection(user_id):
+            return True
+        return not collection.startswith("user:") and collection in await self.readable(user_id)
+
     @_guarded("adding a collection")
     async def create(self, name: str, *, members: Iterable[str] = (), owner_id: str | None = None) -> CollectionInfo:
         check_shared_name(name)

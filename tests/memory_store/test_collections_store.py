@@ -24,6 +24,14 @@ async def test_readers_are_the_owner_and_the_members(collections: CollectionsSto
     assert await collections.readable(None) == ["shared"]
 
 
+async def test_who_may_store_into_a_collection(collections: CollectionsStore) -> None:
+    await collections.create("team-x", members=["bob"], owner_id="ada")
+    assert await collections.may_store("ada", "user:ada") and not await collections.may_store("ada", "user:bob")
+    assert await collections.may_store("bob", "team-x") and await collections.may_store("ada", "team-x")
+    assert not await collections.may_store("eve", "team-x")
+    assert not await collections.may_store("ada", "shared")
+
+
 async def test_a_removed_member_loses_access_at_once(collections: CollectionsStore) -> None:
     await collections.create("team-x", members=["ada", "bob"])
     changed = await collections.change_members("team-x", add=["cy"], remove=["bob"])
