@@ -24,6 +24,9 @@ from researchcrew.knowledge.schema import SHARED
 PRIVATE_PREFIX = "user:"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 MAX_USER_ID = 256  # matches contracts._base.Identifier
+# A member's user id: 1-256 characters, no comma (the CLI's --members is comma-separated), no blank at either end.
+# An explicit class, not \s: Python's and JSON Schema's \s differ, and the HTTP schema states this same pattern.
+MEMBER_PATTERN = re.compile(r"^[^, \t\n\r\f\v](?:[^,]{0,254}[^, \t\n\r\f\v])?$")
 
 __all__ = [
     "PRIVATE_PREFIX",

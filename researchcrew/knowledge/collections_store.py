@@ -32,7 +32,7 @@ from researchcrew.errors import (
     CollectionNotFoundError,
 )
 from researchcrew.knowledge.access import (
-    MAX_USER_ID,
+    MEMBER_PATTERN,
     SHARED,
     check_shared_name,
     implicit_readable,
@@ -61,7 +61,7 @@ class CollectionInfo(BaseModel):
 
 
 def check_member(user_id: str) -> str:
-    if not user_id or user_id != user_id.strip() or len(user_id) > MAX_USER_ID or "," in user_id:
+    if not MEMBER_PATTERN.match(user_id):
         raise CollectionError(f"{user_id!r} is not a valid user id for a member (1-256 characters, no commas)")
     return user_id
 
@@ -136,11 +136,11 @@ class CollectionsStore:
     ) -> CollectionInfo:
         adding = {check_member(member) for member in add}
         removing = {check_member(member) for member in remove}
-        if adding & removing:
-            raise CollectionError(f"{sorted(adding & removing)} cannot be both added and removed")
         now = datetime.now(UTC)
         async with self._write.begin() as session:
-            row = await self._changeable(session, name, acting_user)
+            row = await self._changeable(session, name, acting_user)  # first: an unknown collection is not found
+            if adding & removing:
+                raise CollectionError(f"{sorted(adding & removing)} cannot be both added and removed")
             held: set[str] = set(await self._members(session, name))
             session.add_all(
                 KbCollectionMemberRow(collection=name, user_id=m, added_at=now) for m in sorted(adding - held)
@@ -221,7 +221,9 @@ class CollectionsStore:
         if row is not None and acting_user in await self._members(session, name):
             raise CollectionForbiddenError(f"only the owner of collection {name!r} may change it")
         if name == SHARED or name.startswith("user:"):
-            raise CollectionError(f"{name!r} has no members to change: it exists for everyone (or its user) alone")
+            raise CollectionForbiddenError(
+                f"{name!r} cannot be changed or removed: everyone reads `shared`, and only its user a private one"
+            )
         raise CollectionNotFoundError(f"no collection {name!r}; `researchcrew collections list` shows them")
 
     @staticmethod

@@ -57,7 +57,9 @@ async def test_bad_requests(service: ServiceHarness, client: httpx.AsyncClient) 
         _problem(await client.post("/v1/collections", headers=ada, json={"name": name}), 422)
     assert (await client.post("/v1/collections", headers=ada, json={"name": "lab"})).status_code == 201
     _problem(await client.post("/v1/collections", headers=service.auth("bob"), json={"name": "lab"}), 409)
-    _problem(await client.delete("/v1/collections/shared", headers=ada), 422)
+    _problem(await client.delete("/v1/collections/shared", headers=ada), 403)
+    _problem(await client.patch("/v1/collections/user:ada/members", headers=ada, json={"add": ["bob"]}), 403)
+    _problem(await client.delete("/v1/collections/Not%20A%20Name", headers=ada), 404)
     _problem(await client.get("/v1/collections"), 401)
     _problem(await client.post("/v1/collections", headers=ada, json={"name": "x", "owner_id": "bob"}), 422)
 

@@ -14,10 +14,10 @@ import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from researchcrew.contracts._base import StorableInput
-from researchcrew.knowledge.access import check_shared_name
+from researchcrew.knowledge.access import MEMBER_PATTERN, NAME_PATTERN
 from researchcrew.knowledge.collections_store import CollectionInfo, CollectionsStore
 from researchcrew.service.auth import CurrentUser
 from researchcrew.service.problems import problem_responses
@@ -25,23 +25,27 @@ from researchcrew.service.state import Service
 
 logger = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/v1/collections", tags=["collections"], responses=problem_responses(400, 401, 422, 429))
+router = APIRouter(prefix="/v1/collections", tags=["collections"], responses=problem_responses(400, 401, 413, 422, 429))
 
 CollectionName = Annotated[str, Path(min_length=1, max_length=300, description="The collection's name.")]
+Member = Annotated[str, StringConstraints(pattern=MEMBER_PATTERN.pattern)]  # a user id: 1-256 characters, no comma
 
 
 class CollectionCreate(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=64, description="Lower-case letters, digits, '_', '.', '-'.")
-    members: list[str] = Field(default_factory=list, max_length=1000, description="Who reads it besides you.")
+    name: str = Field(
+        pattern=NAME_PATTERN.pattern,
+        description="1-64 lower-case letters, digits, '_', '.', '-' (not `shared`; `user:...` names are private).",
+    )
+    members: list[Member] = Field(default_factory=list, max_length=1000, description="Who reads it besides you.")
 
 
 class MembersChange(StorableInput):
     model_config = ConfigDict(extra="forbid")
 
-    add: list[str] = Field(default_factory=list, max_length=1000, description="User ids to add.")
-    remove: list[str] = Field(default_factory=list, max_length=1000, description="User ids to remove.")
+    add: list[Member] = Field(default_factory=list, max_length=1000, description="User ids to add.")
+    remove: list[Member] = Field(default_factory=list, max_length=1000, description="User ids to remove.")
 
 
 class CollectionList(BaseModel):
@@ -99,9 +103,9 @@ async def change_members(
     summary="Remove a collection you own, with its documents.",
 )
 async def delete_collection(service: Service, user: CurrentUser, name: CollectionName) -> Response:
-    check_shared_name(name)  # `shared` and private collections are not removed (422)
     store = await _store(service)
-    await store.check_owner(name, acting_user=user.user_id)  # 403 for a member, 404 for anyone else
+    # 403 for a member (and for `shared` and private collections, which are not removed), 404 for anyone else.
+    await store.check_owner(name, acting_user=user.user_id)
     knowledge_base = await service.runtime.knowledge_base()
     chunks = await asyncio.to_thread(knowledge_base.remove_collection, name)
     await store.remove(name, acting_user=user.user_id)
