@@ -24,6 +24,7 @@ answers something waiting in its session (a quick answer's clarifying questions,
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
@@ -461,6 +462,7 @@ class Runtime:
         if self._limits is not None:
             limits, self._limits = self._limits, None
             await limits.aclose()
+        await self._close_built_tools()
         await self._close_stores()
         self._stages = None
         self._deep = None
@@ -474,6 +476,22 @@ class Runtime:
         await self.aclose()
 
     # Helpers --------------------------------------------------------------------------------------------------
+    async def _close_built_tools(self) -> None:
+        """Close the sources this runtime built (arXiv's HTTP session, a crewAI source's threads); given tools are
+        the caller's to close."""
+        built = self._tools if self._given_tools is None else None
+        self._tools = None
+        for tool in built or []:
+            close = getattr(tool, "close", None)
+            if close is None:
+                continue
+            try:
+                outcome = close()
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except (OSError, RuntimeError) as error:  # already closed, or bound to a finished loop
+                logger.debug("closing %s: %s", tool.name, error)
+
     async def _close_stores(self) -> None:
         """Close the memory store and the knowledge base this runtime opened (given ones stay open)."""
         if self._memory_store is not None and self._owns_memory_store:

@@ -49,6 +49,8 @@ from researchcrew.deep.plan import apply_decision, llm_plan, read_decision, rule
 from researchcrew.deep.quality import score_report, sections_by_position
 from researchcrew.deep.report import ReportDraft, assemble_report, extractive_retry, llm_retry
 from researchcrew.deep.research import SubQuestionResult, research_sub_question
+from researchcrew.deep.shape import ReportShape
+from researchcrew.deep.shape_plan import shaped_rule_plan
 from researchcrew.pipeline.clarify import (
     clarification_reason,
     llm_clarification,
@@ -197,6 +199,10 @@ class DeepResearchFlow(Flow[DeepState]):
         except Exception:  # a caller's callback must never break the run
             logger.exception("deep progress callback failed")
 
+    def _shape(self) -> ReportShape:
+        """The report's length and type (and a comparison's subjects, from the question researched)."""
+        return ReportShape.of(self.deep.options, self.deep.question or self._request().question)
+
     def _request(self) -> ResearchRequest:
         if self.deep.request is None:  # a bug in the runner, not a user error
             raise RuntimeError("DeepResearchFlow started without a request")
@@ -294,6 +300,8 @@ class DeepResearchFlow(Flow[DeepState]):
         focus = deep.clarification_answer if deep.clarification_answer not in (None, "just answer") else None
         question = deep.question.split(" (", 1)[0] if focus else deep.question
         summary = summarize_evidence(question, deep.searched, deep.probe, deep.probe_reports)
+        shape = self._shape()
+        plan = None
         if self._run.llm is not None:
             plan = await llm_plan(
                 self._run.llm,
@@ -303,9 +311,18 @@ class DeepResearchFlow(Flow[DeepState]):
                 max_items=deep.max_subquestions,
                 focus=focus,
                 timeout_s=min(self._run.settings.deep.llm_timeout_s, max(0.5, self.budget.remaining_s())),
+                guidance=shape.guidance(),
             )
-        else:
-            plan = rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus)
+        if plan is None or plan.written_by == "rules":  # no LLM, or it failed: by rule, in the report's type
+            shaped = shaped_rule_plan(
+                question,
+                summary,
+                shape.report_type,
+                subjects=shape.subjects,
+                max_items=deep.max_subquestions,
+                focus=focus,
+            )
+            plan = shaped or plan or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus)
         deep.plan = plan.model_copy(update={"question": deep.question})
         detail: dict[str, Any] = {
             "items": [item.question for item in deep.plan.items],
@@ -402,7 +419,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 item,
                 index=position,
                 request=request,
-                preferences=self.deep.preferences,
+                preferences=self._shape().preferences(self.deep.preferences),
                 deadline_s=deadline_s,
                 budget=self.budget,
                 follower=follower,
@@ -434,7 +451,9 @@ class DeepResearchFlow(Flow[DeepState]):
         self._emit("report", "started", sub_questions=len(self.deep.results))
         plan = self.deep.approved
         assert plan is not None  # noqa: S101
-        self._first = assemble_report(self._query(), plan, self.deep.results, self._run.settings.evaluation)
+        self._first = assemble_report(
+            self._query(), plan, self.deep.results, self._run.settings.evaluation, self._shape()
+        )
         response = self._first.response
         self._emit(
             "report",
@@ -451,7 +470,7 @@ class DeepResearchFlow(Flow[DeepState]):
         assert plan is not None and first is not None  # noqa: S101
         settings = self._run.settings
         if self._run.llm is None:
-            return extractive_retry(self._query(), plan, self.deep.results, settings.evaluation)
+            return extractive_retry(self._query(), plan, self.deep.results, settings.evaluation, self._shape())
         exhausted = self.budget.exhausted(reserve_s=MIN_RETRY_S)
         if exhausted is not None:
             self.deep.not_done.append(f"The quality retry was skipped: the run's {exhausted} was reached.")
@@ -466,6 +485,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 scores.issues,
                 settings.evaluation,
                 timeout_s=min(settings.deep.llm_timeout_s, self.budget.remaining_s() - 0.5),
+                shape=self._shape(),
             )
         except Exception as error:  # the outermost guard around the model call: keep the first report
             logger.warning("the remediation retry failed; keeping the first report", exc_info=True)
@@ -561,6 +581,10 @@ class DeepResearchFlow(Flow[DeepState]):
             partial=partial,
             not_done=deep.not_done,
             budget=self.budget.report(deep.exhausted),
+            length=deep.options.length,
+            report_type=deep.options.report_type,
+            comparison=self._shape().table(response, plan),
+            themes=self._shape().themes(response, plan),
         )
 
     @listen(check_quality)

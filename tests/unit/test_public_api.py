@@ -110,6 +110,7 @@ DEEP_OPERATIONS = [
     "decide_plan",
     "resume_research",
     "cancel_research",
+    "export_report",  # a completed run's report as Markdown, HTML, PDF or DOCX (issue 21)
 ]
 
 
