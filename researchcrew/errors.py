@@ -128,3 +128,20 @@ class DeepRunExpiredError(DeepResearchError):
 
 class PlanDecisionError(DeepResearchError):
     """A plan decision is invalid: no items, too many, an edit that empties one, an unknown item."""
+
+
+class CollectionError(ResearchCrewError):
+    """A usage mistake about document collections (a bad name, a name taken, an unknown member). The message says
+    what to do."""
+
+
+class CollectionNotFoundError(CollectionError):
+    """No document collection has this name (or the asking user may not see it)."""
+
+
+class CollectionConflictError(CollectionError):
+    """A collection of that name exists already."""
+
+
+class CollectionForbiddenError(CollectionError):
+    """The collection exists but the asking user may not change it (only its owner may)."""

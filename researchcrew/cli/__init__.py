@@ -33,6 +33,11 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "mcp": ("researchcrew.cli.mcp", "mcp", "Run the MCP server over stdio (Claude Desktop, IDEs, crewAI agents)."),
     "serve": ("researchcrew.cli.serve", "serve", "Run the HTTP service: per-user sessions, streaming answers."),
     "users": ("researchcrew.cli.users", "users", "Add, list and revoke the HTTP service's users and API keys."),
+    "collections": (
+        "researchcrew.cli.collections",
+        "collections",
+        "Add, list and remove shared document collections and their members.",
+    ),
     "status": ("researchcrew.cli.status", "status", "Each source's health: healthy, or backing off after a failure."),
 }
 

@@ -48,6 +48,13 @@ _SHOWN_ERRORS = 10
     is_flag=True,
     help="Keep documents that disappeared from a file (default: remove them from the knowledge base).",
 )
+@click.option(
+    "--collection",
+    default="shared",
+    show_default=True,
+    help="The document collection to store into: `shared` (everyone reads it), `user:<id>` (only that user), or "
+    "a named one from `researchcrew collections add`.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 def ingest(
@@ -56,6 +63,7 @@ def ingest(
     fields: tuple[str, ...],
     batch_size: int,
     keep_missing: bool,
+    collection: str,
     as_json: bool,
     no_progress: bool,
 ) -> None:
@@ -68,6 +76,7 @@ def ingest(
       researchcrew ingest --demo
       researchcrew ingest notes/ papers/*.pdf
       researchcrew ingest corpus.jsonl --field id=_id --field text=text
+      researchcrew ingest team-notes/ --collection team-x
     """
     targets = list(paths)
     if demo:
@@ -88,6 +97,7 @@ def ingest(
     progress: bool | Callable[[int, int, int], None] = show and (sys.stderr.isatty() or _PlainProgress())
 
     async def load(runtime: Runtime) -> IngestReport:
+        await _check_collection(runtime, collection)
         knowledge_base = await runtime.knowledge_base()
         report: IngestReport = await asyncio.to_thread(
             knowledge_base.ingest,
@@ -96,6 +106,7 @@ def ingest(
             batch_size=batch_size,
             progress=progress,
             remove_missing=not keep_missing,
+            collection=collection,
         )
         return report
 
@@ -106,6 +117,17 @@ def ingest(
         click.echo(render_report(report))
     if not report.succeeded:
         raise SystemExit(1)
+
+
+async def _check_collection(runtime: Runtime, name: str) -> None:
+    """A valid name; a named shared collection must have been made (`collections add`) before it is filled."""
+    from researchcrew.knowledge.access import SHARED, check_collection, is_private
+
+    check_collection(name)
+    if name != SHARED and not is_private(name):
+        from researchcrew.knowledge.collections_store import CollectionsStore
+
+        await CollectionsStore((await runtime.memory_store()).engine).get(name)
 
 
 PROGRESS_EVERY_S = 10.0

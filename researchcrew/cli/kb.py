@@ -13,7 +13,7 @@ import click
 from researchcrew.cli._common import echo_json, with_runtime
 
 if TYPE_CHECKING:
-    from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats
+    from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats, ReindexReport
     from researchcrew.runtime import Runtime
 
 _SHOWN_SOURCES = 15
@@ -86,14 +86,32 @@ def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[
 @kb.command()
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 def reindex(as_json: bool) -> None:
-    """Update the keyword-search (BM25) text after an upgrade changed how text is analysed.
+    """Bring the knowledge base up to date after an upgrade of researchcrew.
 
-    Rewrites it from the chunks already stored; nothing is re-read or re-embedded. Safe to interrupt and rerun.
+    Gives a knowledge base made before document collections its collection field (every chunk stays in `shared`),
+    and updates the keyword-search (BM25) text when the way text is analysed changed. Both work from the chunks
+    already stored; nothing is re-read or re-embedded. Safe to interrupt and rerun.
     """
-    report = _on_knowledge_base(lambda base: base.reindex_keywords())
+    from researchcrew.knowledge.upgrade import UpgradeReport, upgrade_to_collections
+
+    def work(base: KnowledgeBase) -> tuple[UpgradeReport, ReindexReport]:
+        base.store.accept_stale_analyzer = True  # the copy keeps the old analyzer's text; reindexed right after
+        try:
+            upgrade = upgrade_to_collections(base)
+        finally:
+            base.store.accept_stale_analyzer = False
+        return upgrade, base.reindex_keywords()
+
+    upgrade, report = _on_knowledge_base(work)
     if as_json:
-        echo_json(report.model_dump(mode="json"))
-    elif report.chunks == 0:
+        echo_json({**report.model_dump(mode="json"), "collections_upgrade": upgrade.model_dump(mode="json")})
+        return
+    if upgrade.upgraded:
+        click.echo(
+            f"Upgraded the knowledge base to document collections: {upgrade.chunks} chunk(s) copied into 'shared' "
+            f"in {upgrade.seconds:.1f} s (nothing re-embedded)."
+        )
+    if report.chunks == 0:
         click.echo(f"Keyword search is up to date (analyzer {report.analyzer_after}); nothing to do.")
     else:
         click.echo(

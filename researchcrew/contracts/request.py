@@ -8,9 +8,9 @@ user's learned preferences, and the Memory stage learns from them (an explicit c
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from researchcrew.contracts._base import Identifier, RequestContract, SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS, MAX_RECORDED_CHARS, ResponseFormat, UserPreferences
@@ -40,6 +40,26 @@ class ResponseOptions(RequestContract):
         return UserPreferences.model_validate({**preferences.model_dump(), **self.given()})
 
 
+# Who asks is the request's own user and session: a tool option naming another would search as someone else (another
+# user's private documents, another user's memory).
+RESERVED_TOOL_OPTIONS = frozenset({"user_id", "session_id"})
+
+
+def check_tool_options(value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Tool options by source type, refused when one names the user or session a source searches as."""
+    for source, options in value.items():
+        named = sorted(RESERVED_TOOL_OPTIONS & set(options))
+        if named:
+            raise ValueError(
+                f"tool_options[{source!r}] may not set {', '.join(named)}: a source always searches as the user "
+                "who asks, in their session"
+            )
+    return value
+
+
+ToolOptions = Annotated[dict[str, dict[str, Any]], AfterValidator(check_tool_options)]
+
+
 class ResearchRequest(RequestContract):
     """One research question and everything the caller chose about how it is researched and answered."""
 
@@ -53,7 +73,7 @@ class ResearchRequest(RequestContract):
         default=None, description="Source types to put first, in order (rag, web, arxiv, memory, or a custom tool's)."
     )
     exclude_sources: list[SourceType] | None = Field(default=None, description="Source types not to search.")
-    tool_options: dict[str, dict[str, Any]] = Field(
+    tool_options: ToolOptions = Field(
         default_factory=dict,
         description='Options for one source\'s tool, by source type, e.g. {"web": {"domains": ["arxiv.org"]}}.',
     )

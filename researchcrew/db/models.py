@@ -5,8 +5,8 @@ must describe the head revision exactly (``tests/memory_store/test_migrations.py
 module gives the whole schema: conversation memory (``memory_*``), deep runs, the chat service's users, keys and
 sessions here, and the batch jobs' tables (``db/job_tables.py``). Each domain's repository lives beside its domain
 (``memory/store.py``, ``jobs/store.py``, ``service/accounts.py``, ``service/chat_sessions.py``,
-``deep/store.py``). Every table carries the user's id so that recall, export and forget are one indexed
-filter per table and can never cross users.
+``deep/store.py``, ``knowledge/collections_store.py``). Every table carries the user's id so that recall, export and
+forget are one indexed filter per table and can never cross users.
 """
 
 from __future__ import annotations
@@ -259,6 +259,31 @@ class ChatSessionRow(Base):
     title: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+class KbCollectionRow(Base):
+    """A named shared document collection (``researchcrew collections add``); its readers are its owner and its
+    members. ``shared`` and users' private ``user:<id>`` collections have no row: they exist implicitly."""
+
+    __tablename__ = "kb_collections"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    # Who made it over HTTP (may change its members and remove it); None: made on the command line (operator).
+    owner_id: Mapped[str | None] = mapped_column(String(ID_LENGTH), default=None)
+    created_at: Mapped[datetime]
+
+
+class KbCollectionMemberRow(Base):
+    """One reader of a named shared collection."""
+
+    __tablename__ = "kb_collection_members"
+    __table_args__ = (Index("ix_kb_collection_members_user_id", "user_id"),)
+
+    collection: Mapped[str] = mapped_column(
+        String(64), ForeignKey("kb_collections.name", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    added_at: Mapped[datetime]
 
 
 ALL_TABLES = tuple(Base.metadata.sorted_tables)

@@ -385,7 +385,11 @@ class DeepResearchFlow(Flow[DeepState]):
             )
 
         return ReferenceFollower(
-            arxiv=by_source.get("arxiv"), knowledge=by_source.get("rag"), settings=settings, on_record=relay
+            arxiv=by_source.get("arxiv"),
+            knowledge=by_source.get("rag"),
+            settings=settings,
+            on_record=relay,
+            user_id=self._request().user_id,
         )
 
     def _stop(self, position: int, items: int, exhausted: Exhausted) -> None:

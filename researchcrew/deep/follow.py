@@ -97,9 +97,11 @@ class ReferenceFollower:
         knowledge: Tool | None,
         settings: DeepResearchSettings,
         on_record: Callable[[FollowedReference], None] | None = None,
+        user_id: str | None = None,
     ) -> None:
         self.arxiv = arxiv
         self.knowledge = knowledge
+        self.user_id = user_id  # knowledge-base look-ups read only what this user may read (None: `shared` only)
         self.settings = settings
         self.records: list[FollowedReference] = []
         self._on_record = on_record
@@ -337,7 +339,9 @@ class ReferenceFollower:
         """A knowledge-base search: chunks, or why there are none."""
         if self.knowledge is None:
             return [], "no knowledge base to look it up in"
-        result = await self.knowledge.search(query, timeout=timeout_s, min_relevance=0.0, **options)
+        result = await self.knowledge.search(
+            query, timeout=timeout_s, min_relevance=0.0, user_id=self.user_id, **options
+        )
         if result.failure is not None:
             return [], f"knowledge-base look-up failed: {result.failure.kind} — {result.failure.message}"
         return list(result.chunks), None

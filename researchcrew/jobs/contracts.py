@@ -12,7 +12,7 @@ from pydantic import AnyHttpUrl, Field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, Identifier, RequestContract, SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS, ResponseFormat
-from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest
+from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ToolOptions
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
 from researchcrew.jobs.schedule import check_cron, check_timezone
 from researchcrew.redaction import public_text
@@ -40,7 +40,7 @@ class QuestionOptions(RequestContract):
 
     preferred_sources: list[SourceType] | None = Field(default=None, description="Source types to search first.")
     exclude_sources: list[SourceType] | None = Field(default=None, description="Source types not to search.")
-    tool_options: dict[str, dict[str, Any]] | None = Field(
+    tool_options: ToolOptions | None = Field(
         default=None, description='Options per source type, e.g. {"web": {"domains": ["arxiv.org"]}}.'
     )
     deadline_s: float | None = Field(

@@ -9,6 +9,9 @@ Writes are idempotent and crash-safe:
   leaves the old version searchable (and the next run finishes the job), never an empty key.
 * Row keys are deterministic (``schema.primary_key``) and written with upsert, so redoing a document that a crash
   cut off overwrites its partial rows instead of duplicating them.
+* Every document is written into one collection (``collection=``, default ``shared``; ``knowledge/access.py``):
+  keys, replacement and removal are per collection, so the same file in two users' private collections is two
+  documents.
 
 Embedding runs in groups (one embedder call per ~256 chunks) on a helper thread, one group ahead of the thread
 that chunks documents and writes rows, so ``add_documents`` costs little beyond the embedding itself.
@@ -29,7 +32,9 @@ from pydantic import Field
 
 from researchcrew.blocking import BlockingPool
 from researchcrew.contracts._base import Contract
+from researchcrew.errors import KnowledgeBaseError
 from researchcrew.knowledge import schema
+from researchcrew.knowledge.access import check_collection
 from researchcrew.knowledge.analysis import ANALYZER_VERSION, default_analyzer
 from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_texts
 from researchcrew.knowledge.documents import Chunk, Document
@@ -134,9 +139,15 @@ class KnowledgeBase:
 
     # Writing ---------------------------------------------------------------------------------------------------
     def add_documents(
-        self, documents: Sequence[Document], *, progress: Callable[[int, int], None] | None = None
+        self,
+        documents: Sequence[Document],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        collection: str = schema.SHARED,
     ) -> AddReport:
-        """Add, skip or replace documents by source key (see the module docstring). ``progress(done, total)``."""
+        """Add, skip or replace documents by source key within ``collection`` (see the module docstring).
+        ``progress(done, total)``."""
+        scope = self.collection_clause(collection, writing=True)
         started = time.perf_counter()
         report = AddReport()
         latest: dict[str, Document] = {}
@@ -155,7 +166,7 @@ class KnowledgeBase:
 
             def store_oldest() -> None:
                 stored, vectors, done_then = queue.popleft()
-                self._store(stored, vectors.result(), report)
+                self._store(stored, vectors.result(), report, collection, scope)
                 if progress:
                     progress(done_then, total)
 
@@ -166,7 +177,7 @@ class KnowledgeBase:
 
             for start in range(0, len(pending), _KEYS_PER_LOOKUP):
                 batch = pending[start : start + _KEYS_PER_LOOKUP]
-                state = self._state([document.source_key for document in batch])
+                state = self._state([document.source_key for document in batch], scope)
                 for document in batch:
                     held = state.get(document.source_key, {})
                     done += 1
@@ -192,11 +203,26 @@ class KnowledgeBase:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _state(self, source_keys: Sequence[str]) -> dict[str, dict[str, str]]:
-        """source_key → {doc_id: "complete" | "partial"} for the keys given."""
+    def collection_clause(self, collection: str, *, writing: bool = False) -> str:
+        """The filter clause that scopes rows to ``collection`` ("" on a schema-1 knowledge base, where every row
+        is in ``shared``). Raises for an invalid name, and for writing another collection into a schema-1 one."""
+        check_collection(collection)
+        if self.store.has_collections:
+            return f"{schema.COLLECTION} == {schema.quote(collection)}"
+        if collection != schema.SHARED and writing:
+            raise KnowledgeBaseError(
+                f"the knowledge base {self.store.collection!r} at {self.store.display_uri} was made before document "
+                f"collections and holds only {schema.SHARED!r}; run `researchcrew kb reindex` once to upgrade it "
+                f"(nothing is re-embedded), then store documents in {collection!r}"
+            )
+        return "" if collection == schema.SHARED else f'{schema.PK} == ""'  # matches no row
+
+    def _state(self, source_keys: Sequence[str], scope: str = "") -> dict[str, dict[str, str]]:
+        """source_key → {doc_id: "complete" | "partial"} for the keys given (within ``scope``, a collection)."""
         if not source_keys:
             return {}
         expression = f"{schema.SOURCE_KEY} in [{', '.join(schema.quote(key) for key in source_keys)}]"
+        expression = f"({scope}) and {expression}" if scope else expression
         return {
             key: {doc_id: status for doc_id, (status, _) in held.items()}
             for key, held in _completeness(self.store.rows(expression, _STATE_FIELDS)).items()
@@ -209,7 +235,7 @@ class KnowledgeBase:
             raise ValueError(f"embedder returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
 
-    def _store(self, group: list[_Pending], vectors: Vectors, report: AddReport) -> None:
+    def _store(self, group: list[_Pending], vectors: Vectors, report: AddReport, collection: str, scope: str) -> None:
         analyzer = default_analyzer()
         now = int(time.time())
         fresh: list[dict[str, Any]] = []  # keys that hold nothing yet: plain inserts
@@ -223,9 +249,11 @@ class KnowledgeBase:
             source_name = source if isinstance(source, str) and source else document.source_key.split("#", 1)[0]
             keywords = keyword_texts([(chunk.title, chunk.heading, chunk.text) for chunk in chunks], analyzer.analyze)
             for chunk, keyword_text_of_chunk in zip(chunks, keywords, strict=True):
+                row: dict[str, Any] = {schema.COLLECTION: collection} if scope else {}
                 rows.append(
-                    {
-                        schema.PK: schema.primary_key(document.source_key, chunk.chunk_id),
+                    row
+                    | {
+                        schema.PK: schema.primary_key(document.source_key, chunk.chunk_id, collection),
                         schema.CHUNK_ID: chunk.chunk_id,
                         schema.DOC_ID: chunk.doc_id,
                         schema.SOURCE_KEY: schema.clip(schema.SOURCE_KEY, document.source_key),
@@ -249,8 +277,9 @@ class KnowledgeBase:
         for start in range(0, len(rewrites), _UPSERT_ROWS):
             self.store.upsert(rewrites[start : start + _UPSERT_ROWS])
         # Only now that every new row is in place: drop what the new versions supersede (keys that held rows).
+        within = f"{scope} and " if scope else ""
         stale = [
-            f"({schema.SOURCE_KEY} == {schema.quote(item.document.source_key)} and "
+            f"({within}{schema.SOURCE_KEY} == {schema.quote(item.document.source_key)} and "
             f"({schema.DOC_ID} != {schema.quote(item.document.doc_id)} or {schema.POSITION} >= {len(item.chunks)}))"
             for item in group
             if item.held
@@ -303,9 +332,10 @@ class KnowledgeBase:
     def _rewrite_keywords(self, source_keys: Sequence[str]) -> tuple[int, int]:
         """Recompute ``search_text`` for every row of these keys; (documents, chunks) rewritten."""
         expression = f"{schema.SOURCE_KEY} in [{', '.join(schema.quote(key) for key in source_keys)}]"
-        documents: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-        for row in self.store.rows(expression, _STORED_FIELDS):
-            documents[(row[schema.SOURCE_KEY], row[schema.DOC_ID])].append(row)
+        fields = _STORED_FIELDS if self.store.has_collections else _STORED_FIELDS[:-1]  # schema 1: no collection
+        documents: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+        for row in self.store.rows(expression, fields):
+            documents[(row.get(schema.COLLECTION, ""), row[schema.SOURCE_KEY], row[schema.DOC_ID])].append(row)
         analyzer = default_analyzer()
         rows: list[dict[str, Any]] = []
         for chunks in documents.values():
@@ -317,20 +347,37 @@ class KnowledgeBase:
             self.store.upsert(rows[start : start + _UPSERT_ROWS])
         return len(documents), len(rows)
 
-    def remove(self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = ()) -> int:
-        """Delete the chunks of these source keys and/or documents; returns how many chunks were removed."""
+    def remove(
+        self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = (), collection: str | None = None
+    ) -> int:
+        """Delete the chunks of these source keys and/or documents (only those in ``collection`` when it is given;
+        from every collection when None); returns how many chunks were removed."""
         if not source_keys and not doc_ids:
             return 0
+        scope = self.collection_clause(collection) if collection is not None else ""
         # A key and an id are alternatives: remove what matches either.
         clauses = [
             SearchFilters(source_keys=list(source_keys)).expression() if source_keys else "",
             SearchFilters(doc_ids=list(doc_ids)).expression() if doc_ids else "",
         ]
         expression = " or ".join(f"({clause})" for clause in clauses if clause)
+        expression = f"({scope}) and ({expression})" if scope else expression
         count = self.store.count(expression)
         if count:
             self.store.delete(expression)
         logger.info("removed %d chunks (%d source keys, %d doc ids asked)", count, len(source_keys), len(doc_ids))
+        return count
+
+    def remove_collection(self, collection: str) -> int:
+        """Delete every chunk of ``collection`` (when the collection itself is removed: a collection made again
+        under the same name must not show its predecessor's documents to new readers); returns the count."""
+        scope = self.collection_clause(collection)
+        if not scope or collection == schema.SHARED:
+            raise KnowledgeBaseError(f"the {schema.SHARED!r} collection cannot be removed")
+        count = self.store.count(scope)
+        if count:
+            self.store.delete(scope)
+        logger.info("removed %d chunks of collection %s", count, collection)
         return count
 
     def flush(self) -> None:
@@ -338,9 +385,10 @@ class KnowledgeBase:
         self.store.flush()
 
     # Reading ---------------------------------------------------------------------------------------------------
-    def document_index(self) -> dict[str, str]:
-        """source_key → doc_id of every complete document (the newest when a crash left two)."""
-        rows = self.store.rows("", _STATE_FIELDS)
+    def document_index(self, collection: str | None = None) -> dict[str, str]:
+        """source_key → doc_id of every complete document (the newest when a crash left two), of ``collection``
+        when it is given."""
+        rows = self.store.rows(self.collection_clause(collection) if collection is not None else "", _STATE_FIELDS)
         index: dict[str, str] = {}
         for key, held in _completeness(rows).items():
             complete = [(ingested, doc_id) for doc_id, (status, ingested) in held.items() if status == "complete"]
@@ -452,6 +500,7 @@ _STORED_FIELDS = [
     schema.INGESTED_AT,
     schema.METADATA,
     schema.DENSE,
+    schema.COLLECTION,  # last: a schema-1 knowledge base has every field but this one
 ]
 
 

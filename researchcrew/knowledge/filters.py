@@ -36,6 +36,12 @@ class SearchFilters(Contract):
     metadata: dict[str, MetadataValue] = Field(
         default_factory=dict, description="Equality on document metadata fields, e.g. {'category': 'cs.CL'}."
     )
+    collections: list[str] | None = Field(
+        default=None,
+        max_length=10_000,
+        description="Only chunks of these document collections (an empty list matches nothing); None: any. The "
+        "RAG tool sets it to what the asking user may read (see `knowledge/access.py`).",
+    )
 
     @field_validator("years")
     @classmethod
@@ -98,6 +104,10 @@ class SearchFilters(Contract):
                 clauses.append(f"{field} in [{', '.join(schema.quote(v) for v in values)}]")
         for key, value in sorted(self.metadata.items()):
             clauses.append(f'{schema.METADATA}["{key}"] == {_literal(value)}')
+        if self.collections is not None:  # `in []` is valid and matches nothing: a user who may read nothing
+            clauses.append(
+                f"{schema.COLLECTION} in [{', '.join(schema.quote(v) for v in sorted(set(self.collections)))}]"
+            )
         return " and ".join(clauses)
 
 

@@ -75,7 +75,7 @@ class Candidate:
 
     @classmethod
     def from_row(cls, hit: dict[str, Any]) -> Candidate:
-        row = {name: hit.get(name) for name in schema.OUTPUT_FIELDS}
+        row = {name: hit.get(name) for name in (*schema.OUTPUT_FIELDS, schema.COLLECTION)}
         return cls(pk=str(hit[schema.PK]), row=row)
 
 

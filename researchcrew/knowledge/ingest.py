@@ -25,9 +25,11 @@ from pydantic import Field
 
 from researchcrew.contracts._base import Contract
 from researchcrew.errors import KnowledgeBaseError, ModelUnavailableError
+from researchcrew.knowledge.access import check_collection
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.loaders import IngestIssue, discover, load_file, parse_field_map
 from researchcrew.knowledge.loaders.base import file_key
+from researchcrew.knowledge.schema import SHARED
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -51,12 +53,18 @@ class KnowledgeBaseLike(Protocol):
     """The part of ``KnowledgeBase`` that ingestion uses."""
 
     def add_documents(
-        self, documents: Sequence[Document], *, progress: Callable[[int, int], None] | None = None
+        self,
+        documents: Sequence[Document],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        collection: str = SHARED,
     ) -> _AddReport: ...
 
-    def document_index(self) -> dict[str, str]: ...
+    def document_index(self, collection: str | None = None) -> dict[str, str]: ...
 
-    def remove(self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = ()) -> int: ...
+    def remove(
+        self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = (), collection: str | None = None
+    ) -> int: ...
 
     def reindex_keywords(self) -> Any: ...
 
@@ -105,18 +113,21 @@ def ingest_paths(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: bool | ProgressCallback = True,
     remove_missing: bool = True,
+    collection: str = SHARED,
 ) -> IngestReport:
     """Ingest files, folders (recursive) and globs into ``kb``; see the module docstring for what is done.
 
     ``field_map`` maps JSONL fields (``{"id": "_id", "text": "body"}`` or ``["id=_id", "text=body"]``).
     ``progress``: ``True`` shows a progress bar on stderr when it is a terminal (nothing otherwise: a bar's
     carriage-return frames do not belong in log files), ``False`` nothing, a callable is called with
-    (documents done, documents to add, chunks added). Raises for usage mistakes (a bad field mapping, a batch
-    size below 1) and ``KnowledgeBaseError`` when the store cannot be read at all; everything about the input, and a
-    store or model failure part-way, is reported in the returned ``IngestReport``.
+    (documents done, documents to add, chunks added). ``collection``: which document collection the documents go
+    into (``knowledge/access.py``). Raises for usage mistakes (a bad field mapping, a batch size below 1, an invalid
+    collection name) and ``KnowledgeBaseError`` when the store cannot be read at all; everything about the input,
+    and a store or model failure part-way, is reported in the returned ``IngestReport``.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")
+    check_collection(collection)  # CollectionError for a bad name: fail before any work
     mapping = parse_field_map(field_map)  # FieldMapError (a ValueError) for a bad mapping: fail before any work
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
@@ -134,7 +145,7 @@ def ingest_paths(
     # A knowledge base whose keyword-search text an older version wrote is brought up to date first (no
     # re-embedding; a no-op when it is current): the ingest writes into it either way.
     kb.reindex_keywords()
-    index = kb.document_index()  # once: everything below is decided against it
+    index = kb.document_index(collection)  # once: everything below is decided against it
     report.setup_seconds = time.perf_counter() - setup_started
     known_keys = sorted(index)
 
@@ -159,10 +170,10 @@ def ingest_paths(
 
     if pending:
         report.setup_seconds += _load_model(kb)
-    _add(kb, pending, report, batch_size=batch_size, progress=progress)
+    _add(kb, pending, report, batch_size=batch_size, progress=progress, collection=collection)
     if stale and report.aborted is None:
         try:
-            report.chunks_removed = kb.remove(source_keys=stale)
+            report.chunks_removed = kb.remove(source_keys=stale, collection=collection)
             report.documents_removed = len(stale)
         except KnowledgeBaseError as error:
             report.aborted = f"removing {len(stale)} deleted document(s) failed: {error}"
@@ -240,6 +251,7 @@ def _add(
     *,
     batch_size: int,
     progress: bool | ProgressCallback,
+    collection: str,
 ) -> None:
     """Hand ``pending`` to the knowledge base in batches, updating the report (and the progress display)."""
     display = _Progress(len(pending), progress)
@@ -251,7 +263,7 @@ def _add(
                 display.at(base + done)
 
             try:
-                added = kb.add_documents(batch, progress=batch_progress)
+                added = kb.add_documents(batch, progress=batch_progress, collection=collection)
             except (KnowledgeBaseError, ModelUnavailableError) as error:
                 report.aborted = str(error)
                 logger.error("ingest stopped after %d of %d documents: %s", start, len(pending), error)

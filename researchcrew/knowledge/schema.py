@@ -11,6 +11,12 @@ every date filter excludes.
 
 A collection property (``PROPERTY``) records the embedding model, its dimension and the analyzer version; opening a
 collection built with different ones is refused with a hint rather than answered with nonsense.
+
+Schema 2 adds ``collection``: the name of the document collection a chunk belongs to (``shared``, a user's private
+``user:<id>``, or a named shared one; see ``knowledge/access.py``). It is the Milvus partition key, so a search
+filtered by ``collection in [...]`` scans only the partitions those names hash to. A schema-1 knowledge base (made
+before collections) has no such field; it is read as it is, every chunk in ``shared`` (``LEGACY_VERSIONS``), and
+``researchcrew kb reindex`` upgrades it (``knowledge/upgrade.py``) before anything is stored in another collection.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from typing import Any
 
 from researchcrew.knowledge.analysis import ANALYZER_VERSION
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+LEGACY_VERSIONS = frozenset({1})  # read as they are (every chunk in ``SHARED``); upgraded by ``kb reindex``
 PROPERTY = "researchcrew"  # collection property holding ``description(...)``
+UPGRADE_SUFFIX = "__schema2"  # the copy ``knowledge/upgrade.py`` fills before it takes the old collection's name
 
 PK = "pk"
 CHUNK_ID = "chunk_id"
@@ -42,6 +50,9 @@ INGESTED_AT = "ingested_at"
 METADATA = "metadata"
 DENSE = "dense"
 SPARSE = "sparse"
+COLLECTION = "collection"  # schema 2: the document collection the chunk belongs to (partition key)
+
+SHARED = "shared"  # the collection every user may read; where chunks of schema-1 knowledge bases belong
 
 NO_DATE = -(2**62)  # sentinel epoch for undated chunks; far below any real date
 
@@ -57,6 +68,7 @@ _LIMITS = {
     HEADING: 2048,
     TEXT: 65535,
     SEARCH_TEXT: 65535,
+    COLLECTION: 1024,  # "user:" + a user id of up to 256 characters, in UTF-8 bytes
 }
 
 TEXT_LIMIT = _LIMITS[TEXT]  # bytes: a longer text in a result is not something Milvus can have stored
@@ -76,10 +88,10 @@ def is_lite(uri: str) -> bool:
     return uri.endswith(".db")
 
 
-def description(model: str, dimension: int) -> str:
+def description(model: str, dimension: int, *, version: int = SCHEMA_VERSION) -> str:
     return json.dumps(
         {
-            "researchcrew_schema": SCHEMA_VERSION,
+            "researchcrew_schema": version,
             "embedding_model": model,
             "dimension": dimension,
             "analyzer": ANALYZER_VERSION,
@@ -112,6 +124,8 @@ def build_schema(dimension: int) -> Any:
         # The text arrives analysed (stemmed, stop words removed); this analyzer only splits it.
         analyzer_params={"tokenizer": "standard", "filter": ["lowercase"]},
     )
+    # The partition key: a search filtered by collection scans only the partitions those names hash to.
+    schema.add_field(COLLECTION, DataType.VARCHAR, max_length=_LIMITS[COLLECTION], is_partition_key=True)
     schema.add_field(DATE, DataType.INT64)
     schema.add_field(POSITION, DataType.INT64)
     schema.add_field(CHUNK_COUNT, DataType.INT64)
@@ -156,9 +170,11 @@ def dense_search_params(*, lite: bool, limit: int) -> dict[str, Any]:
     return {"metric_type": "COSINE", "params": {"ef": max(64, limit)}}
 
 
-def primary_key(source_key: str, chunk_id: str) -> str:
-    """Row key: the chunk id, scoped by source key (the same content under two keys is two sets of rows)."""
-    scope = hashlib.sha256(source_key.encode()).hexdigest()[:16]
+def primary_key(source_key: str, chunk_id: str, collection: str = SHARED) -> str:
+    """Row key: the chunk id, scoped by source key and collection (the same content under two keys, or the same key
+    in two collections, is two sets of rows). Keys in ``shared`` are those of schema 1, unchanged."""
+    scoped = source_key if collection == SHARED else f"{collection}\n{source_key}"
+    scope = hashlib.sha256(scoped.encode()).hexdigest()[:16]
     return f"{scope}:{chunk_id}"
 
 

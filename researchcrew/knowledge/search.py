@@ -77,6 +77,7 @@ class SearchHit(Contract):
     source_key: str = Field(description="Where the document lives (path or key).")
     source: str = Field(default="", description="The source the document came from (file, folder, corpus).")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Document metadata (authors, ...).")
+    collection: str = Field(default=schema.SHARED, description="The document collection the chunk belongs to.")
     relevance: float = Field(ge=0.0, le=1.0, description="Calibrated relevance in [0, 1] (see `fusion`).")
     scores: HitScores = Field(default_factory=HitScores, description="Raw scores for diagnostics.")
     date_hint_match: bool | None = Field(
@@ -128,7 +129,9 @@ class Searcher:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
         if not 0.0 <= min_relevance <= 1.0:
             raise ValueError(f"min_relevance must be in [0, 1], got {min_relevance}")
-        base = filters or SearchFilters()
+        base = self._scoped(filters or SearchFilters())
+        if base is None:
+            return []
         hint = None if base.has_dates else parse_date_hint(text, today=self._today().date())
         request = fusion.Request(
             vector=self._embedder().embed_query(text).tolist() if mode != "bm25" else None,
@@ -160,6 +163,16 @@ class Searcher:
         return [_to_hit(entry) for entry in ranked[:top_k]]  # only the hits returned are built (issue 20 item 7)
 
     # Steps -----------------------------------------------------------------------------------------------------
+    def _scoped(self, filters: SearchFilters) -> SearchFilters | None:
+        """The filters as this collection can apply them; None when they match nothing. A schema-1 knowledge base
+        has no collection field and every chunk of it is shared: a search allowed ``shared`` needs no collection
+        clause, and one that is not allowed it matches nothing (decided here, no row is read)."""
+        if filters.collections is None or self._store.has_collections:
+            return filters
+        if schema.SHARED in filters.collections:
+            return filters.model_copy(update={"collections": None})
+        return None
+
     def _candidates(self, request: fusion.Request, expression: str) -> dict[str, fusion.Candidate]:
         candidates: dict[str, fusion.Candidate] = {}
         if request.vector is not None:
@@ -298,6 +311,7 @@ def _to_hit(ranked: _Ranked) -> SearchHit:
         source_key=str(row.get(schema.SOURCE_KEY, "")),
         source=str(row.get(schema.SOURCE, "")),
         metadata=dict(row.get(schema.METADATA) or {}),
+        collection=str(row.get(schema.COLLECTION) or schema.SHARED),
         relevance=item.relevance,
         scores=HitScores(
             dense=item.candidate.dense,

@@ -176,6 +176,7 @@ class CollectionStore:
         self.accept_stale_analyzer = False
         self._lock = threading.RLock()  # re-entrant: a failed connect reports (and resets) under the same lock
         self.recorded: dict[str, Any] = {}  # what the collection's description says it was built with
+        self._has_collections = True  # whether rows carry ``schema.COLLECTION`` (schema 2); read on connect
 
     # Connection ------------------------------------------------------------------------------------------------
     @property
@@ -218,6 +219,12 @@ class CollectionStore:
     def _ensure_collection(self, client: Any) -> None:
         timeout = self._settings.milvus.timeout_s
         try:
+            upgraded = self.collection + schema.UPGRADE_SUFFIX
+            if not client.has_collection(self.collection, timeout=timeout) and client.has_collection(
+                upgraded, timeout=timeout
+            ):  # an upgrade stopped between dropping the old collection and renaming its copy: finish it
+                logger.warning("finishing the upgrade of %s: renaming %s", self.collection, upgraded)
+                client.rename_collection(upgraded, self.collection, timeout=timeout)
             if not client.has_collection(self.collection, timeout=timeout):
                 dimension = self._dimension()
                 logger.info("creating collection %s at %s (dimension %d)", self.collection, self.display_uri, dimension)
@@ -236,7 +243,8 @@ class CollectionStore:
                 rows = client.query(self.collection, filter="", output_fields=["count(*)"], timeout=timeout)
                 if not rows or int(rows[0]["count(*)"]) == 0:
                     dimension = self._dimension()
-                    label = schema.description(self._model_name, dimension)
+                    version = schema.SCHEMA_VERSION if schema.COLLECTION in names else min(schema.LEGACY_VERSIONS)
+                    label = schema.description(self._model_name, dimension, version=version)
                     client.alter_collection_properties(
                         self.collection, properties={schema.PROPERTY: label}, timeout=timeout
                     )
@@ -246,11 +254,14 @@ class CollectionStore:
         except Exception as error:
             raise self._translate("open collection", error) from error
         self.recorded = recorded
+        self._has_collections = schema.COLLECTION in names
         self._check_compatible(names)
 
     def _check_compatible(self, names: set[str]) -> None:
         recorded = self.recorded
-        if schema.SEARCH_TEXT not in names or recorded.get("researchcrew_schema") != schema.SCHEMA_VERSION:
+        version = recorded.get("researchcrew_schema")
+        known = (version == schema.SCHEMA_VERSION and schema.COLLECTION in names) or version in schema.LEGACY_VERSIONS
+        if schema.SEARCH_TEXT not in names or not known:
             raise KnowledgeBaseError(
                 f"collection {self.collection!r} at {self.display_uri} was not created by this version of "
                 "researchcrew; choose another collection (RESEARCHCREW_MILVUS__COLLECTION) or remove it"
@@ -269,18 +280,33 @@ class CollectionStore:
             )
 
     @property
+    def has_collections(self) -> bool:
+        """Whether rows carry their document collection (schema 2). A schema-1 knowledge base does not: every chunk
+        of it is in ``schema.SHARED``. Connects when not connected yet."""
+        self.open()
+        return self._has_collections
+
+    @property
     def analyzer_current(self) -> bool:
         """Whether the collection's BM25 text was written by this version's analyzer."""
         return self.recorded.get("analyzer") == ANALYZER_VERSION
 
     def mark_analyzer_current(self) -> None:
         """Record in the collection that its BM25 text now comes from this version's analyzer."""
-        label = schema.description(str(self.recorded.get("embedding_model")), int(self.recorded.get("dimension", 0)))
+        label = schema.description(
+            str(self.recorded.get("embedding_model")),
+            int(self.recorded.get("dimension", 0)),
+            version=int(self.recorded.get("researchcrew_schema", schema.SCHEMA_VERSION)),
+        )
         self._call(
             "label collection",
             lambda c, **kw: c.alter_collection_properties(self.collection, properties={schema.PROPERTY: label}, **kw),
         )
         self.recorded = schema.parse_description(label)
+
+    def call(self, operation: str, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``function(client, *args, timeout=..., **kwargs)`` with failures translated (for maintenance code)."""
+        return self._call(operation, function, *args, **kwargs)
 
     def open(self) -> None:
         """Connect now rather than on the first call (reads the collection's label; see ``recorded``)."""
@@ -408,6 +434,9 @@ class CollectionStore:
         params: dict[str, Any],
         fields: Sequence[str] = schema.OUTPUT_FIELDS,
     ) -> list[dict[str, Any]]:
+        wanted = list(fields)
+        if self._has_collections and len(wanted) > 1 and schema.COLLECTION not in wanted:
+            wanted.append(schema.COLLECTION)  # a whole hit says which collection it is in (a key-only lookup not)
         result = self._call(
             f"search {field}",
             lambda c, **kw: c.search(
@@ -416,7 +445,7 @@ class CollectionStore:
                 anns_field=field,
                 limit=limit,
                 filter=expression,
-                output_fields=list(fields),
+                output_fields=wanted,
                 search_params=params,
                 **kw,
             ),

@@ -145,6 +145,7 @@ def default_tools(
     Zep backend is configured, else the built-in store; when the store could not be opened (``memory_unavailable``
     says why), memory stays in the fan-out as a source that reports that failure. ``limits`` shares arXiv's pacing
     and the Firecrawl cap with other processes (through Redis, when configured)."""
+    from researchcrew.knowledge.collections_store import CollectionsStore
     from researchcrew.tools.arxiv import ArxivTool
     from researchcrew.tools.extra_sources import build_extra_sources
     from researchcrew.tools.memory_recall import MemoryTool
@@ -157,7 +158,8 @@ def default_tools(
     cap = limits.cap("firecrawl", settings.firecrawl.max_concurrent, lease_s=firecrawl_lease_s) if limits else None
     pacer = limits.pacer("arxiv", settings.arxiv.min_interval_s) if limits else None
     built: dict[str, Tool] = {
-        "rag": RAGTool(knowledge_base),
+        # Searches are limited to the collections the asking user may read, asked of the memory database per search.
+        "rag": RAGTool(knowledge_base, access=CollectionsStore(memory_store.engine) if memory_store else None),
         "web": WebSearchTool(settings.firecrawl, cap=cap),
         "arxiv": ArxivTool(settings.arxiv, shared_pacer=pacer),
     }

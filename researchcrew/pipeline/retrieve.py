@@ -195,9 +195,10 @@ class Retriever:
             budget_s = budgets[index]
             kwargs: dict[str, Any] = {
                 "num_results": num_results,
+                **request.tool_options.get(tool.source_type, {}),
+                # After the options: a source always searches as the user who asks (no option can name another).
                 "user_id": request.user_id,
                 "session_id": request.session_id,
-                **request.tool_options.get(tool.source_type, {}),
             }
             own = request.tool_options.get(tool.source_type, {})
             if request.relaxed and tool.source_type != MEMORY_SOURCE_TYPE:  # memory is the conversation, not a corpus

@@ -112,8 +112,9 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         usage.router,
     ):
         app.include_router(router)
-    from researchcrew.service.routes import jobs, kickoff
+    from researchcrew.service.routes import collections, jobs, kickoff
 
+    app.include_router(collections.router)  # document collections and who reads them
     app.include_router(jobs.router)  # batch jobs and runs
     app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
     mcp_endpoint = McpEndpoint(app)  # the MCP server over streamable HTTP, behind the same API keys

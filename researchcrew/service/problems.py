@@ -28,6 +28,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from researchcrew.errors import (
+    CollectionConflictError,
+    CollectionError,
+    CollectionForbiddenError,
+    CollectionNotFoundError,
     ConfigurationError,
     DeepResearchError,
     DeepRunExpiredError,
@@ -210,6 +214,10 @@ NAMED_PROBLEMS: tuple[_Named, ...] = (
     _Named((JobNotFoundError,), 404, "job-not-found"),
     _Named((JobInputError,), 422, "invalid-job"),
     _Named((JobConflictError,), 409, "job-conflict"),
+    _Named((CollectionNotFoundError,), 404, "collection-not-found"),
+    _Named((CollectionForbiddenError,), 403, "collection-forbidden"),
+    _Named((CollectionConflictError,), 409, "collection-exists"),
+    _Named((CollectionError,), 422, "invalid-collection"),
     _Named((ConfigurationError,), 500, "misconfigured", "The service is misconfigured: {error}"),
 )
 

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from researchcrew.contracts._base import RequestContract, SourceType
 from researchcrew.contracts.progress import ProgressEvent
-from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ResponseOptions
+from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ResponseOptions, ToolOptions
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ResearchCrewError
 from researchcrew.service.problems import ApiProblem, problem_body, problem_for
@@ -53,7 +53,7 @@ class MessageRequest(RequestContract):
         default=None, description="Source types to put first, in order (rag, web, arxiv, memory)."
     )
     exclude_sources: list[SourceType] | None = Field(default=None, description="Source types not to search.")
-    tool_options: dict[str, dict[str, Any]] = Field(
+    tool_options: ToolOptions = Field(
         default_factory=dict,
         description='Options for one source\'s tool, by source type, e.g. {"web": {"domains": ["arxiv.org"]}}.',
     )

@@ -8,6 +8,13 @@ relevance floor for this query (counted in the search's candidate pool, so "at l
 broad question from a precise one; counting costs nothing, the search scores the whole pool anyway. An empty
 collection is "no results", not a failure; a Milvus server that cannot be reached is a ``ToolError("unreachable")``
 that the Retriever reports as data.
+
+Who may read what (``knowledge/access.py``): every search is limited to the document collections the asking user
+may read, asked of ``access`` on each call (so a member removed from a collection loses access with the next search)
+and put into the Milvus filter expression as ``collection in [...]`` — never applied to results afterwards, so the
+best ``top_k`` are the best the user may read. A caller's own ``filters.collections`` can only narrow that set. A
+search without a user reads ``shared`` only. When the collections store cannot be read, the search falls back to
+what needs no store (``shared`` and the user's private collection): never more than the user may read.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from researchcrew.errors import (
     KnowledgeBaseServerError,
     KnowledgeBaseTimeoutError,
     KnowledgeBaseUnavailableError,
+    MemoryStoreError,
     ModelUnavailableError,
     ToolError,
 )
+from researchcrew.knowledge.access import CollectionAccess, ImplicitAccess, implicit_readable
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.tools.base import Tool
 
@@ -46,8 +55,17 @@ class RAGTool(Tool):
     )
     source_type: ClassVar[str] = "rag"
 
-    def __init__(self, knowledge_base: KnowledgeBase) -> None:
+    def __init__(self, knowledge_base: KnowledgeBase, *, access: CollectionAccess | None = None) -> None:
         self.knowledge_base = knowledge_base
+        self.access: CollectionAccess = access or ImplicitAccess()
+
+    async def readable(self, user_id: str | None) -> list[str]:
+        """The collections ``user_id`` may read now (see the module docstring for the fallback)."""
+        try:
+            return await self.access.readable(user_id)
+        except MemoryStoreError as error:
+            logger.warning("collections of user %s unreadable, searching only shared and private: %s", user_id, error)
+            return implicit_readable(user_id)
 
     async def _search(  # type: ignore[override]
         self,
@@ -60,9 +78,9 @@ class RAGTool(Tool):
         user_id: str | None = None,
         session_id: str | None = None,
     ) -> list[ContextChunk]:
-        """``top_k`` is the seed's name for ``num_results``; ``user_id``/``session_id`` are accepted and unused
-        (the knowledge base is shared, not per user)."""
-        del user_id, session_id
+        """``top_k`` is the seed's name for ``num_results``; ``user_id`` limits the search to the collections that
+        user may read; ``session_id`` is accepted and unused."""
+        del session_id
         count = top_k if top_k is not None else num_results
         if count < 1:
             raise ToolError("invalid_request", f"num_results must be at least 1, got {count}")
@@ -73,6 +91,10 @@ class RAGTool(Tool):
             parsed = SearchFilters.model_validate(filters) if isinstance(filters, dict) else filters
         except ValueError as error:
             raise ToolError("invalid_request", f"invalid filters: {error}") from error
+        readable = await self.readable(user_id)
+        asked = parsed.collections if parsed is not None else None
+        allowed = readable if asked is None else [name for name in asked if name in readable]
+        parsed = (parsed or SearchFilters()).model_copy(update={"collections": allowed})
         try:
             hits = await self.knowledge_base.asearch(
                 query, top_k=max(count, MATCHES_COUNTED), min_relevance=threshold, filters=parsed
@@ -105,6 +127,7 @@ def to_context_chunk(hit: SearchHit, *, tool_name: str = RAGTool.name, query: st
         "chunk_count": hit.chunk_count,
         "source_key": hit.source_key,
         "source": hit.source,
+        "collection": hit.collection,
         "scores": hit.scores.model_dump(),
     }
     if hit.date_hint_match is not None:

@@ -54,9 +54,9 @@ def test_second_ingest_of_unchanged_files_does_no_work(
     calls: list[int] = []
     original = kb.document_index
 
-    def spy() -> dict[str, str]:
+    def spy(collection: str | None = None) -> dict[str, str]:
         calls.append(1)
-        return original()
+        return original(collection)
 
     kb.document_index = spy  # type: ignore[method-assign]
     second = ingest_paths(kb, [docs], progress=False)

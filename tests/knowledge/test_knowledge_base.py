@@ -200,6 +200,7 @@ def test_crash_during_replacement_keeps_the_old_version(kb: KnowledgeBase) -> No
                 schema.INGESTED_AT: int(time.time()),
                 schema.METADATA: {},
                 schema.DENSE: vector,
+                schema.COLLECTION: schema.SHARED,
             }
         ]
     )

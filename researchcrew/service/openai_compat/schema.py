@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from researchcrew.contracts._base import RequestContract, SourceType, StorableInput
 from researchcrew.contracts.chunks import SourceReport
-from researchcrew.contracts.request import MAX_DEADLINE_S, ResponseOptions
+from researchcrew.contracts.request import MAX_DEADLINE_S, ResponseOptions, ToolOptions
 from researchcrew.contracts.synthesizer import AnswerKind, Citation, ConfidenceLevel
 
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
@@ -63,7 +63,7 @@ class ResearchOptions(RequestContract):
         default=None, description="Source types to put first, in order (rag, web, arxiv, memory)."
     )
     exclude_sources: list[SourceType] | None = Field(default=None, description="Source types not to search.")
-    tool_options: dict[str, dict[str, Any]] = Field(
+    tool_options: ToolOptions = Field(
         default_factory=dict,
         description='Options for one source\'s tool, by source type, e.g. {"web": {"domains": ["arxiv.org"]}}.',
     )
