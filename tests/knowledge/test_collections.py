@@ -34,9 +34,9 @@ def _searched_expressions(kb: KnowledgeBase) -> list[str]:
     for name in ("search_dense", "search_bm25"):
         original = getattr(kb.store, name)
 
-        def spy(query: Any, limit: int, expression: str, _original: Any = original) -> Any:
+        def spy(query: Any, limit: int, expression: str, _original: Any = original, **options: Any) -> Any:
             seen.append(expression)
-            return _original(query, limit, expression)
+            return _original(query, limit, expression, **options)
 
         setattr(kb.store, name, spy)
     return seen
