@@ -96,9 +96,16 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
     from researchcrew.service import openai_compat, web
-    from researchcrew.service.routes import deep_runs, health, messages, sessions
+    from researchcrew.service.routes import deep_runs, direct, health, messages, sessions
 
-    for router in (health.router, sessions.router, messages.router, openai_compat.router, deep_runs.router):
+    for router in (
+        health.router,
+        sessions.router,
+        messages.router,
+        openai_compat.router,
+        deep_runs.router,
+        direct.router,  # the service client's: the SDK's service_url and the CLI's commands
+    ):
         app.include_router(router)
     from researchcrew.service.routes import jobs, kickoff
 

@@ -1,0 +1,179 @@
+"""``ServiceClient``: one researchcrew service's routes as Python calls, over its Unix socket or HTTP.
+
+    async with ServiceClient("unix:///home/ada/.local/share/researchcrew/service.sock") as client:
+        answer = await client.ask(ResearchRequest(question="...", user_id="ada"))
+    async with ServiceClient("http://127.0.0.1:8000", api_key="rc_...") as client:
+        async for item in client.stream(request):   # ProgressEvents, then the FinalResponse
+            ...
+
+The CLI's commands and the SDK's ``ResearchAssistant(service_url=...)`` both stand on it, so a question answered
+through the service is the same ``FinalResponse`` an in-process runtime gives. Over the Unix socket the request
+runs as ``request.user_id`` (the socket is its owner's: ``researchcrew.service.local_socket``); over HTTP as the
+API key's user. A problem+json answer is raised as ``ServiceError`` with its status and detail; no answer at all
+(connection refused, reset) as ``ServiceError`` without a status.
+
+Only httpx and the pydantic contracts are imported here: a command that goes through the service starts in a
+fraction of a second (no crewAI, pymilvus, torch, SQLAlchemy or FastAPI).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from researchcrew.contracts.progress import ProgressEvent
+from researchcrew.contracts.request import ResearchRequest
+from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.errors import ConfigurationError, ServiceError
+
+USER_HEADER = "X-Researchcrew-User"  # researchcrew.service.local_socket.LOCAL_USER_HEADER (honoured on the socket only)
+UNIX_SCHEME = "unix://"
+_CONNECT_TIMEOUT_S = 5.0
+_ANSWER_MARGIN_S = 60.0  # an answer may take its deadline; the client waits that long and this much more
+
+
+def transport_for(url: str) -> tuple[str, httpx.AsyncBaseTransport | None]:
+    """``(base_url, transport)`` for ``unix:///path/to/sock`` or ``http(s)://host:port``; anything else is a
+    ``ConfigurationError`` saying what is accepted."""
+    if url.startswith(UNIX_SCHEME):
+        path = url.removeprefix(UNIX_SCHEME)
+        if not path.startswith("/"):
+            raise ConfigurationError(f"service_url {url!r}: a Unix socket URL is unix:///absolute/path/service.sock")
+        return "http://researchcrew.local", httpx.AsyncHTTPTransport(uds=path)
+    if url.startswith(("http://", "https://")):
+        return url.rstrip("/"), None
+    raise ConfigurationError(
+        f"service_url {url!r} is neither unix:///path/to/service.sock nor http(s)://host:port (e.g. "
+        "http://127.0.0.1:8000)"
+    )
+
+
+class ServiceClient:
+    """The routes of a researchcrew service (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        user_id: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        base_url, derived = transport_for(url)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        if user_id:
+            headers[USER_HEADER] = user_id
+        self.url = url
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            transport=transport or derived,
+            headers=headers,
+            timeout=httpx.Timeout(30.0, connect=_CONNECT_TIMEOUT_S),
+        )
+
+    async def __aenter__(self) -> ServiceClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # Requests ----------------------------------------------------------------------------------------------
+    async def request(
+        self, method: str, path: str, *, user_id: str | None = None, timeout: float | None = 30.0, **kwargs: Any
+    ) -> Any:
+        """One request; its JSON body, or ``ServiceError``."""
+        headers = {USER_HEADER: user_id} if user_id else {}
+        try:
+            response = await self._http.request(
+                method, path, headers=headers, timeout=httpx.Timeout(timeout, connect=_CONNECT_TIMEOUT_S), **kwargs
+            )
+        except httpx.HTTPError as error:
+            raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
+        if response.status_code >= 400:
+            raise problem_of(response.status_code, response.text)
+        return response.json() if response.content else None
+
+    async def identity(self, *, timeout: float = 2.0) -> dict[str, Any]:
+        """Which data folder the service owns (``GET /v1/service``)."""
+        found: dict[str, Any] = await self.request("GET", "/v1/service", timeout=timeout)
+        return found
+
+    async def ask(self, request: ResearchRequest, *, continue_session: bool = False) -> FinalResponse:
+        """``Runtime.ask(request)`` in the service (``continue_session``: in the user's latest session)."""
+        payload = await self.request(
+            "POST",
+            "/v1/ask",
+            user_id=request.user_id,
+            timeout=_answer_timeout(request),
+            json=_question_body(request, continue_session),
+        )
+        return FinalResponse.model_validate(payload)
+
+    async def stream(
+        self, request: ResearchRequest, *, continue_session: bool = False
+    ) -> AsyncIterator[ProgressEvent | FinalResponse]:
+        """The question's progress events as the service streams them, then its answer (always last)."""
+        headers = {USER_HEADER: request.user_id, "Accept": "text/event-stream"}
+        body = _question_body(request, continue_session)
+        timeout = httpx.Timeout(_answer_timeout(request), connect=_CONNECT_TIMEOUT_S)
+        try:
+            async with self._http.stream("POST", "/v1/ask", headers=headers, json=body, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    raise problem_of(response.status_code, (await response.aread()).decode(errors="replace"))
+                async for event, data in _server_sent_events(response):
+                    if event == "response":
+                        yield FinalResponse.model_validate_json(data)
+                    elif event == "error":
+                        raise problem_of(500, data)
+                    elif event == "done":
+                        return
+                    else:
+                        yield ProgressEvent.model_validate_json(data)
+        except httpx.HTTPError as error:
+            raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
+
+
+def problem_of(status: int, body: str) -> ServiceError:
+    """A problem+json answer as ``ServiceError`` (its detail; the body itself when it is not a problem)."""
+    try:
+        problem = json.loads(body)
+    except ValueError:
+        problem = None
+    if isinstance(problem, dict) and isinstance(problem.get("detail"), str):
+        kind = problem.get("type")
+        return ServiceError(problem["detail"], status=problem.get("status", status), kind=str(kind) if kind else None)
+    return ServiceError(f"the service answered HTTP {status}: {body[:200]}", status=status)
+
+
+def _question_body(request: ResearchRequest, continue_session: bool) -> dict[str, Any]:
+    body = request.model_dump(mode="json", exclude={"user_id"}, exclude_none=True)
+    return {**body, "continue_session": continue_session}
+
+
+def _answer_timeout(request: ResearchRequest) -> float:
+    from researchcrew.contracts.request import MAX_DEADLINE_S
+
+    return (request.deadline_s or MAX_DEADLINE_S) + _ANSWER_MARGIN_S
+
+
+async def _server_sent_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """``(event, data)`` of each server-sent event (comments and ids skipped)."""
+    event, data = "message", []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line.removeprefix("event:").strip()
+        elif line.startswith("data:"):
+            data.append(line.removeprefix("data:").strip())
