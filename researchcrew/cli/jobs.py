@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings, with_runtime
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for, with_runtime, with_service
 
 if TYPE_CHECKING:
+    from researchcrew.client import ServiceClient
     from researchcrew.jobs.api import Jobs
     from researchcrew.jobs.contracts import JobInfo, RunInfo
     from researchcrew.runtime import Runtime
@@ -152,9 +153,15 @@ def list_jobs(user_id: str, as_json: bool) -> None:
 @click.option("--detach", is_flag=True, help="With --queue: print the run id and return at once.")
 @_USER
 @_JSON
-def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool) -> None:
-    """Run a job now: in this process with a progress bar, or on the workers with --queue."""
+@local_option
+def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool, local: bool) -> None:
+    """Run a job now: in this process with a progress bar, or on the workers with --queue. With a service running
+    for the data folder, the run is the service's (it owns the knowledge base), followed here the same way."""
     from tqdm import tqdm
+
+    from researchcrew.jobs.contracts import RunInfo
+
+    route = route_for(load_settings(), local=local, user_id=user_id)
 
     state: dict[str, Any] = {}
 
@@ -184,13 +191,35 @@ def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool) -> No
             done = info.counts.finished
         return info
 
+    async def in_service(client: ServiceClient) -> RunInfo:
+        info = RunInfo.model_validate(await client.start_run(user_id, name))
+        if detach and queue:
+            return info
+        started(info)
+        done = 0
+        while not info.finished:
+            await asyncio.sleep(0.5)
+            info = RunInfo.model_validate(await client.run_status(user_id, info.id))
+            state["bar"].update(info.counts.finished - done)
+            done = info.counts.finished
+        return info
+
     try:
-        result: RunInfo = _on_jobs(on_workers if queue else in_process)
+        if route.mode == "service":
+            result: RunInfo = with_service(route, in_service, user_id=user_id)
+        else:
+            result = _on_jobs(on_workers if queue else in_process)
     except KeyboardInterrupt:
         info = state.get("run")
         if info is None:
             raise click.Abort() from None
-        what = "keeps running on the workers" if queue else "stopped; its stored answers are kept"
+        what = (
+            "keeps running in the service"
+            if route.mode == "service"
+            else "keeps running on the workers"
+            if queue
+            else "stopped; its stored answers are kept"
+        )
         raise click.ClickException(
             f"interrupted: run {info.id} {what}; continue it with `researchcrew jobs resume {info.id}`"
         ) from None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from researchcrew.cli._common import echo_json, with_runtime
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for, with_runtime, with_service
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats
@@ -27,9 +27,16 @@ def kb() -> None:
 
 @kb.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-def stats(as_json: bool) -> None:
+@local_option
+def stats(as_json: bool, local: bool) -> None:
     """What the knowledge base holds: documents, chunks, sources, model."""
-    numbers = _on_knowledge_base(lambda base: base.stats())
+    from researchcrew.knowledge.collection import KnowledgeBaseStats
+
+    route = route_for(load_settings(), local=local)
+    if route.mode == "service":
+        numbers = KnowledgeBaseStats.model_validate(with_service(route, lambda client: client.kb_stats()))
+    else:
+        numbers = _on_knowledge_base(lambda base: base.stats())
     if as_json:
         echo_json(numbers.model_dump(mode="json"))
     else:

@@ -44,11 +44,11 @@ def find_service(data_dir: Path, socket_path: Path, *, local: bool = False, user
         return Route("local", f"no service is running for {data_dir} (no socket at {socket_path})")
     if not socket_path.is_socket():
         return Route("local", f"{socket_path} is not a socket; no service is running for {data_dir}")
-    return asyncio.run(_probe(data_dir, socket_path, user_id))
+    return asyncio.run(_probe(data_dir, data_dir.resolve(), socket_path, socket_path.absolute(), user_id))
 
 
-async def _probe(data_dir: Path, socket_path: Path, user_id: str | None) -> Route:
-    url = UNIX_SCHEME + str(socket_path.absolute())
+async def _probe(data_dir: Path, resolved: Path, socket_path: Path, absolute: Path, user_id: str | None) -> Route:
+    url = UNIX_SCHEME + str(absolute)
     async with ServiceClient(url, user_id=user_id) as client:
         try:
             found = await client.identity()
@@ -57,6 +57,6 @@ async def _probe(data_dir: Path, socket_path: Path, user_id: str | None) -> Rout
                 return Route("local", f"stale socket {socket_path}: no service answers on it ({error})")
             return Route("local", f"the service at {socket_path} answered HTTP {error.status}: {error.detail}")
     served = str(found.get("data_dir", ""))
-    if Path(served) != data_dir.resolve():
+    if Path(served) != resolved:
         return Route("local", f"the service at {socket_path} serves {served or 'an unknown folder'}, not {data_dir}")
     return Route("service", f"the service (pid {found.get('pid')}) for {data_dir} answers at {socket_path}", url)

@@ -88,13 +88,13 @@ class ServiceClient:
 
     # Requests ----------------------------------------------------------------------------------------------
     async def request(
-        self, method: str, path: str, *, user_id: str | None = None, timeout: float | None = 30.0, **kwargs: Any
+        self, method: str, path: str, *, user_id: str | None = None, timeout_s: float | None = 30.0, **kwargs: Any
     ) -> Any:
         """One request; its JSON body, or ``ServiceError``."""
         headers = {USER_HEADER: user_id} if user_id else {}
         try:
             response = await self._http.request(
-                method, path, headers=headers, timeout=httpx.Timeout(timeout, connect=_CONNECT_TIMEOUT_S), **kwargs
+                method, path, headers=headers, timeout=httpx.Timeout(timeout_s, connect=_CONNECT_TIMEOUT_S), **kwargs
             )
         except httpx.HTTPError as error:
             raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
@@ -102,9 +102,9 @@ class ServiceClient:
             raise problem_of(response.status_code, response.text)
         return response.json() if response.content else None
 
-    async def identity(self, *, timeout: float = 2.0) -> dict[str, Any]:
+    async def identity(self, *, timeout_s: float = 2.0) -> dict[str, Any]:
         """Which data folder the service owns (``GET /v1/service``)."""
-        found: dict[str, Any] = await self.request("GET", "/v1/service", timeout=timeout)
+        found: dict[str, Any] = await self.request("GET", "/v1/service", timeout_s=timeout_s)
         return found
 
     async def ask(self, request: ResearchRequest, *, continue_session: bool = False) -> FinalResponse:
@@ -113,7 +113,7 @@ class ServiceClient:
             "POST",
             "/v1/ask",
             user_id=request.user_id,
-            timeout=_answer_timeout(request),
+            timeout_s=_answer_timeout(request),
             json=_question_body(request, continue_session),
         )
         return FinalResponse.model_validate(payload)
@@ -141,6 +141,43 @@ class ServiceClient:
         except httpx.HTTPError as error:
             raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
 
+    # The other doors' operations: JSON as the service answers it; the caller validates into its contract.
+    async def kb_stats(self) -> dict[str, Any]:
+        """`researchcrew kb stats` (``GET /v1/kb/stats``)."""
+        found: dict[str, Any] = await self.request("GET", "/v1/kb/stats", timeout_s=None)
+        return found
+
+    async def ingest(self, paths: list[str], **options: Any) -> dict[str, Any]:
+        """`researchcrew ingest` of absolute paths on the service's machine (Unix socket only)."""
+        body = {"paths": paths, **options}
+        report: dict[str, Any] = await self.request("POST", "/v1/kb/ingest", json=body, timeout_s=None)
+        return report
+
+    async def export_memory(self, user_id: str) -> dict[str, Any]:
+        """Everything stored about ``user_id`` (over HTTP: the key's user)."""
+        data: dict[str, Any] = await self.request("GET", "/v1/memory", user_id=user_id, timeout_s=None)
+        return data
+
+    async def forget_memory(self, user_id: str) -> dict[str, Any]:
+        """Delete everything stored about ``user_id``: ``{"user_id", "deleted": {table: rows}, "zep"}``."""
+        outcome: dict[str, Any] = await self.request("DELETE", "/v1/memory", user_id=user_id, timeout_s=None)
+        return outcome
+
+    async def start_run(self, user_id: str, job: str) -> dict[str, Any]:
+        """Start a run of ``job`` now, in the service (or on its workers when it has a queue)."""
+        run: dict[str, Any] = await self.request("POST", f"/v1/jobs/{_segment(job)}/runs", user_id=user_id)
+        return run
+
+    async def run_status(self, user_id: str, run_id: str) -> dict[str, Any]:
+        run: dict[str, Any] = await self.request("GET", f"/v1/runs/{_segment(run_id)}", user_id=user_id)
+        return run
+
+
+def _segment(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
 
 def problem_of(status: int, body: str) -> ServiceError:
     """A problem+json answer as ``ServiceError`` (its detail; the body itself when it is not a problem)."""
@@ -167,12 +204,12 @@ def _answer_timeout(request: ResearchRequest) -> float:
 
 async def _server_sent_events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
     """``(event, data)`` of each server-sent event (comments and ids skipped)."""
-    event, data = "message", []
+    event, data = "message", list[str]()
     async for line in response.aiter_lines():
         if not line:
             if data:
                 yield event, "\n".join(data)
-            event, data = "message", []
+            event, data = "message", list[str]()
         elif line.startswith("event:"):
             event = line.removeprefix("event:").strip()
         elif line.startswith("data:"):

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
+
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field
@@ -126,9 +128,7 @@ async def kb_stats(service: Service, user: CurrentUser) -> KnowledgeBaseStats:
         raise service_problem(error) from error
 
 
-@router.post(
-    "/kb/ingest", response_model=IngestReport, responses=problem_responses(403), summary="Ingest local paths."
-)
+@router.post("/kb/ingest", response_model=IngestReport, responses=problem_responses(403), summary="Ingest local paths.")
 async def kb_ingest(service: Service, user: CurrentUser, body: IngestPaths) -> IngestReport:
     if not user.local:
         raise ApiProblem(403, "Ingesting paths on the server is for the local socket only.", kind="forbidden")
@@ -151,3 +151,28 @@ async def kb_ingest(service: Service, user: CurrentUser, body: IngestPaths) -> I
     except ResearchCrewError as error:
         raise service_problem(error) from error
     return report
+
+
+class ForgetOutcome(Contract):
+    """What `forget` deleted: row counts per table, and the deletion in Zep (when Zep is the backend)."""
+
+    user_id: str = Field(description="The user whose memory was deleted.")
+    deleted: dict[str, int] = Field(description="Rows deleted, by table.")
+    zep: str | None = Field(description="deleted, queued (with the reason), or null without Zep.")
+
+
+@router.get("/memory", summary="Everything stored about you, as `researchcrew memory export` prints it.")
+async def export_memory(service: Service, user: CurrentUser) -> dict[str, Any]:
+    try:
+        return await service.runtime.export_user(user.user_id)
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
+
+
+@router.delete("/memory", response_model=ForgetOutcome, summary="Delete everything stored about you.")
+async def forget_memory(service: Service, user: CurrentUser) -> ForgetOutcome:
+    try:
+        report = await service.runtime.forget_user(user.user_id, deliver_within_s=2 * service.settings.zep.timeout_s)
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
+    return ForgetOutcome(user_id=user.user_id, deleted=report.deleted, zep=report.zep)
