@@ -161,7 +161,12 @@ def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool, local
 
     from researchcrew.jobs.contracts import RunInfo
 
-    route = route_for(load_settings(), local=local, user_id=user_id)
+    settings = load_settings()
+    route = route_for(settings, local=local, user_id=user_id)
+    if route.mode == "local" and not queue:  # researched here: a knowledge base held elsewhere fails every question
+        from researchcrew.cli._startup import require_own_knowledge_base
+
+        require_own_knowledge_base("jobs run", settings)
 
     state: dict[str, Any] = {}
 
@@ -368,10 +373,12 @@ def worker(processes: int | None) -> None:
     """Research queued batch questions (Redis); run as many as you like, on any machine."""
     import logging
 
+    from researchcrew.cli._startup import require_own_knowledge_base
     from researchcrew.errors import QueueUnavailableError
     from researchcrew.jobs.queue import run_workers
 
     settings = load_settings()
+    require_own_knowledge_base("researchcrew worker", settings, processes=processes or settings.jobs.worker_processes)
     _require_queue_servers(settings)
     level = "DEBUG" if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else "INFO"
     try:
