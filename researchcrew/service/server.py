@@ -126,7 +126,15 @@ def _serve_with_local_socket(config: Any, settings: Settings) -> None:
     path = settings.service_socket_path
     settings.ensure_data_dir()
     local = bind_local_socket(path)
-    server = uvicorn.Server(config)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:  # here, not after run(): uvicorn re-raises SIGTERM once serve() returns, ending the process
+                remove_local_socket(local, path)
+
+    server = Server(config)
     tcp = config.bind_socket()
     if local is not None:
         logger.info("researchcrew commands of this data folder use the service through %s", path)
