@@ -33,7 +33,7 @@ from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-# pymilvus pings its gRPC channel every 10 s, even with no call in flight (keepalive_permit_without_calls). Milvus Lite's
+# pymilvus pings its gRPC channel every 10 s, even with no call in flight (keepalive_permit_without_calls). Lite's
 # server is a child process on this machine, with gRPC's default enforcement (at most one ping per 5 minutes without
 # data): it answers those pings with GOAWAY ENHANCE_YOUR_CALM "too_many_pings", which gRPC's core writes to stderr
 # ("chttp2_transport.cc ... Received a GOAWAY ...") in every long-enough command. A local child needs no keep-alive:

@@ -59,5 +59,6 @@ def test_a_worker_of_several_processes_refuses_one_lite_file(tmp_path: Path) -> 
 
 
 def test_a_milvus_server_or_no_knowledge_base_passes_the_check(tmp_path: Path) -> None:
-    require_own_knowledge_base("worker", Settings(data_dir=tmp_path, milvus={"uri": "http://milvus:19530"}), processes=4)
+    server = Settings(data_dir=tmp_path, milvus={"uri": "http://milvus:19530"})
+    require_own_knowledge_base("worker", server, processes=4)
     require_own_knowledge_base("worker", Settings(data_dir=tmp_path, enabled_sources=["memory"]), processes=4)
