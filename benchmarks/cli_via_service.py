@@ -25,10 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from first_answer import closed_port, console_script, environment  # noqa: E402 - benchmarks are scripts
-from machine import describe_cpu  # noqa: E402
+from first_answer import closed_port, console_script, environment  # a sibling script: benchmarks/ is on sys.path
+from machine import describe_cpu
 
 TARGET_P50_S = 0.6
 QUESTIONS = ["What is metamorphic testing?", "How are flaky tests detected?", "What is mutation testing?"]
