@@ -24,6 +24,7 @@ from researchcrew.client.transport import UNIX_SCHEME, ServiceClient
 from researchcrew.errors import ServiceError
 
 Mode = Literal["service", "local"]
+IDENTITY_TIMEOUT_S = 60.0
 LOCAL_ENVVAR = "RESEARCHCREW_LOCAL"  # the CLI's --local, as an environment variable (click's envvar=)
 
 
@@ -51,7 +52,9 @@ async def _probe(data_dir: Path, resolved: Path, socket_path: Path, absolute: Pa
     url = UNIX_SCHEME + str(absolute)
     async with ServiceClient(url, user_id=user_id) as client:
         try:
-            found = await client.identity()
+            # A stale socket refuses the connection at once; a service that accepted it but is busy (questions,
+            # a job run, a loaded machine) is waited for: it owns the stores, in process would find them held.
+            found = await client.identity(timeout_s=IDENTITY_TIMEOUT_S)
         except ServiceError as error:
             if error.status is None:
                 return Route("local", f"stale socket {socket_path}: no service answers on it ({error})")
