@@ -57,7 +57,7 @@ def status(url: str | None, as_json: bool, local: bool) -> None:
         echo_json({"commands": commands, "from": where, "sources": [state.model_dump(mode="json") for state in states]})
         return
     mode = "through the service" if route.mode == "service" else "in process"
-    click.echo(f"Commands (ask, research, jobs run, ingest, kb, memory) run {mode}: {route.reason}")
+    click.echo(f"Commands that use the stores (ask, jobs run, ingest, kb, memory) run {mode}: {route.reason}")
     click.echo(render(states, where))
 
 

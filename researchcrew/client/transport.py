@@ -153,6 +153,22 @@ class ServiceClient:
         report: dict[str, Any] = await self.request("POST", "/v1/kb/ingest", json=body, timeout_s=None)
         return report
 
+    async def kb_documents(self) -> dict[str, str]:
+        """Every stored source key and its document id (Unix socket only)."""
+        index: dict[str, str] = await self.request("GET", "/v1/kb/documents", timeout_s=None)
+        return index
+
+    async def kb_remove(self, source_keys: list[str], doc_ids: list[str]) -> int:
+        """Remove documents by source key or id; the number of chunks removed (Unix socket only)."""
+        body = {"source_keys": source_keys, "doc_ids": doc_ids}
+        removed = await self.request("POST", "/v1/kb/remove", json=body, timeout_s=None)
+        return int(removed["chunks_removed"])
+
+    async def kb_reindex(self) -> dict[str, Any]:
+        """`researchcrew kb reindex` (Unix socket only)."""
+        report: dict[str, Any] = await self.request("POST", "/v1/kb/reindex", timeout_s=None)
+        return report
+
     async def export_memory(self, user_id: str) -> dict[str, Any]:
         """Everything stored about ``user_id`` (over HTTP: the key's user)."""
         data: dict[str, Any] = await self.request("GET", "/v1/memory", user_id=user_id, timeout_s=None)

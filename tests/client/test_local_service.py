@@ -41,6 +41,7 @@ def _commands(env: dict[str, str]) -> dict[str, subprocess.CompletedProcess[str]
         ),
         "ask --continue (error)": cli("ask", "and then?", "--continue", "--user", "nobody-here", env=env),
         "kb stats --json": cli("kb", "stats", "--json", env=env),
+        "kb remove (nothing matches)": cli("kb", "remove", "--path", "/no/such/folder", env=env),
         "memory export (nobody)": cli("memory", "export", "--user", "nobody-here", env=env),
         "jobs run (unknown job)": cli("jobs", "run", "no-such-job", env=env),
     }

@@ -23,9 +23,9 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract, Identifier, RequestContract
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ResearchCrewError
-from researchcrew.knowledge.collection import KnowledgeBaseStats
+from researchcrew.knowledge.collection import KnowledgeBaseStats, ReindexReport
 from researchcrew.knowledge.ingest import DEFAULT_BATCH_SIZE, IngestReport
-from researchcrew.service.auth import CurrentUser
+from researchcrew.service.auth import CurrentUser, User
 from researchcrew.service.problems import ApiProblem, problem_responses
 from researchcrew.service.questions import (
     EVENT_STREAM,
@@ -130,8 +130,7 @@ async def kb_stats(service: Service, user: CurrentUser) -> KnowledgeBaseStats:
 
 @router.post("/kb/ingest", response_model=IngestReport, responses=problem_responses(403), summary="Ingest local paths.")
 async def kb_ingest(service: Service, user: CurrentUser, body: IngestPaths) -> IngestReport:
-    if not user.local:
-        raise ApiProblem(403, "Ingesting paths on the server is for the local socket only.", kind="forbidden")
+    _owner_only(user, "Ingesting paths on the server")
     from researchcrew.knowledge.loaders import FieldMapError, parse_field_map
 
     try:
@@ -176,3 +175,51 @@ async def forget_memory(service: Service, user: CurrentUser) -> ForgetOutcome:
     except ResearchCrewError as error:
         raise service_problem(error) from error
     return ForgetOutcome(user_id=user.user_id, deleted=report.deleted, zep=report.zep)
+
+
+class RemoveDocuments(RequestContract):
+    """`researchcrew kb remove`: documents by source key or document id (Unix socket only)."""
+
+    source_keys: list[str] = Field(default_factory=list, max_length=100_000, description="Source keys as stored.")
+    doc_ids: list[str] = Field(default_factory=list, max_length=100_000, description="Document ids.")
+
+
+class Removed(Contract):
+    chunks_removed: int = Field(ge=0, description="Chunks removed.")
+
+
+def _owner_only(user: User, what: str) -> None:
+    """Files of the service's machine and maintenance of the shared knowledge base: its owner, over the socket."""
+    if not user.local:
+        raise ApiProblem(403, f"{what} is for the local socket only.", kind="forbidden")
+
+
+@router.get("/kb/documents", summary="Every stored source key and its document id (Unix socket only).")
+async def kb_documents(service: Service, user: CurrentUser) -> dict[str, str]:
+    _owner_only(user, "Listing the knowledge base's documents")
+    try:
+        base = await service.runtime.knowledge_base()
+        return await asyncio.to_thread(base.document_index)
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
+
+
+@router.post("/kb/remove", response_model=Removed, summary="Remove documents (Unix socket only).")
+async def kb_remove(service: Service, user: CurrentUser, body: RemoveDocuments) -> Removed:
+    _owner_only(user, "Removing documents")
+    try:
+        base = await service.runtime.knowledge_base()
+        removed = await asyncio.to_thread(base.remove, source_keys=body.source_keys, doc_ids=body.doc_ids)
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
+    return Removed(chunks_removed=removed)
+
+
+@router.post("/kb/reindex", response_model=ReindexReport, summary="Re-analyse keyword text (Unix socket only).")
+async def kb_reindex(service: Service, user: CurrentUser) -> ReindexReport:
+    _owner_only(user, "Reindexing")
+    try:
+        base = await service.runtime.knowledge_base()
+        return await asyncio.to_thread(base.reindex_keywords)
+    except ResearchCrewError as error:
+        raise service_problem(error) from error
