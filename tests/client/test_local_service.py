@@ -136,7 +136,9 @@ def test_over_tcp_the_local_user_header_is_not_trusted(served: ServeProcess) -> 
         identity = http.get("/v1/service", headers={"X-Researchcrew-User": "ada"})
         assert identity.status_code == 200 and identity.json()["local"] is False  # --no-auth: the local user
         refused = http.post("/v1/kb/ingest", json={"paths": ["/etc/hostname"]})
-        assert refused.status_code == 403, refused.text
+        assert refused.status_code == 403, refused.text  # files of the service's machine: its owner only
+        assert http.get("/v1/kb/stats").status_code == 403
+        assert http.post("/v1/kb/remove", json={"source_keys": ["x"]}).status_code == 403
 
 
 async def test_the_sdk_asks_and_streams_through_the_service(

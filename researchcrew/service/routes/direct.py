@@ -4,10 +4,13 @@ and every `researchcrew` command of this machine while a service runs for its da
 ``GET /v1/service`` says which data folder the service owns (a command compares it with its own before it sends
 anything). ``POST /v1/ask`` is ``Runtime.ask`` of one ``ResearchRequest`` — exactly what an in-process command or
 ``ResearchAssistant.ask`` does, with no chat session involved — answered as JSON, or as the server-sent events
-``stream()`` yields with ``Accept: text/event-stream``. ``GET /v1/kb/stats`` is `researchcrew kb stats`.
-``POST /v1/kb/ingest`` reads files *on the service's machine*, so it is served over the Unix socket only: the
-socket is its owner's (mode 0600), the service runs as that owner, so it reads only what the command's user could
-read themselves; over TCP the route answers 403 (documents over HTTP are uploaded instead).
+``stream()`` yields with ``Accept: text/event-stream``. ``GET``/``DELETE /v1/memory`` export and forget the user's
+own memory.
+
+The ``/v1/kb/...`` routes (`kb stats`, `ingest`, `kb remove`, `kb reindex`) are served over the Unix socket only
+(403 over TCP): ``ingest`` reads files *on the service's machine* and the others show or change the shared knowledge
+base as a whole. The socket is its owner's (mode 0600, so only that user or root can connect) and the service runs
+as that owner, so it reads only what the command's user could read themselves. Over HTTP, documents are uploaded.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from researchcrew.service.slots import question_slot
 from researchcrew.service.state import Service
 
 router = APIRouter(prefix="/v1", tags=["client"], responses=problem_responses(401, 422, 429))
+_OWNER_ONLY = problem_responses(403, 503)  # files of the service's machine, the shared knowledge base's upkeep
 
 
 class ServiceIdentity(Contract):
@@ -119,8 +123,14 @@ async def ask(service: Service, user: CurrentUser, body: DirectQuestion, request
     return Response(content=answer.model_dump_json(), media_type="application/json")
 
 
-@router.get("/kb/stats", response_model=KnowledgeBaseStats, summary="What the knowledge base holds.")
+@router.get(
+    "/kb/stats",
+    response_model=KnowledgeBaseStats,
+    responses=_OWNER_ONLY,
+    summary="What the knowledge base holds (Unix socket only).",
+)
 async def kb_stats(service: Service, user: CurrentUser) -> KnowledgeBaseStats:
+    _owner_only(user, "The knowledge base's statistics (its sources' paths)")
     try:
         base = await service.runtime.knowledge_base()
         return await asyncio.to_thread(base.stats)
@@ -194,7 +204,7 @@ def _owner_only(user: User, what: str) -> None:
         raise ApiProblem(403, f"{what} is for the local socket only.", kind="forbidden")
 
 
-@router.get("/kb/documents", summary="Every stored source key and its document id (Unix socket only).")
+@router.get("/kb/documents", responses=_OWNER_ONLY, summary="Every stored source key and its document id (Unix socket only).")
 async def kb_documents(service: Service, user: CurrentUser) -> dict[str, str]:
     _owner_only(user, "Listing the knowledge base's documents")
     try:
@@ -204,7 +214,7 @@ async def kb_documents(service: Service, user: CurrentUser) -> dict[str, str]:
         raise service_problem(error) from error
 
 
-@router.post("/kb/remove", response_model=Removed, summary="Remove documents (Unix socket only).")
+@router.post("/kb/remove", response_model=Removed, responses=_OWNER_ONLY, summary="Remove documents (Unix socket only).")
 async def kb_remove(service: Service, user: CurrentUser, body: RemoveDocuments) -> Removed:
     _owner_only(user, "Removing documents")
     try:
@@ -215,7 +225,7 @@ async def kb_remove(service: Service, user: CurrentUser, body: RemoveDocuments) 
     return Removed(chunks_removed=removed)
 
 
-@router.post("/kb/reindex", response_model=ReindexReport, summary="Re-analyse keyword text (Unix socket only).")
+@router.post("/kb/reindex", response_model=ReindexReport, responses=_OWNER_ONLY, summary="Re-analyse keyword text (Unix socket only).")
 async def kb_reindex(service: Service, user: CurrentUser) -> ReindexReport:
     _owner_only(user, "Reindexing")
     try:
