@@ -204,7 +204,9 @@ def _owner_only(user: User, what: str) -> None:
         raise ApiProblem(403, f"{what} is for the local socket only.", kind="forbidden")
 
 
-@router.get("/kb/documents", responses=_OWNER_ONLY, summary="Every stored source key and its document id (Unix socket only).")
+@router.get(
+    "/kb/documents", responses=_OWNER_ONLY, summary="Every stored source key and its document id (Unix socket only)."
+)
 async def kb_documents(service: Service, user: CurrentUser) -> dict[str, str]:
     _owner_only(user, "Listing the knowledge base's documents")
     try:
@@ -214,7 +216,9 @@ async def kb_documents(service: Service, user: CurrentUser) -> dict[str, str]:
         raise service_problem(error) from error
 
 
-@router.post("/kb/remove", response_model=Removed, responses=_OWNER_ONLY, summary="Remove documents (Unix socket only).")
+@router.post(
+    "/kb/remove", response_model=Removed, responses=_OWNER_ONLY, summary="Remove documents (Unix socket only)."
+)
 async def kb_remove(service: Service, user: CurrentUser, body: RemoveDocuments) -> Removed:
     _owner_only(user, "Removing documents")
     try:
@@ -225,7 +229,12 @@ async def kb_remove(service: Service, user: CurrentUser, body: RemoveDocuments) 
     return Removed(chunks_removed=removed)
 
 
-@router.post("/kb/reindex", response_model=ReindexReport, responses=_OWNER_ONLY, summary="Re-analyse keyword text (Unix socket only).")
+@router.post(
+    "/kb/reindex",
+    response_model=ReindexReport,
+    responses=_OWNER_ONLY,
+    summary="Re-analyse keyword text (Unix socket only).",
+)
 async def kb_reindex(service: Service, user: CurrentUser) -> ReindexReport:
     _owner_only(user, "Reindexing")
     try:
