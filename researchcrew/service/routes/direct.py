@@ -41,7 +41,7 @@ from researchcrew.service.questions import (
 from researchcrew.service.slots import question_slot
 from researchcrew.service.state import Service
 
-router = APIRouter(prefix="/v1", tags=["client"], responses=problem_responses(401, 422, 429))
+router = APIRouter(prefix="/v1", tags=["client"], responses=problem_responses(400, 401, 413, 422, 429))
 _OWNER_ONLY = problem_responses(403, 503)  # files of the service's machine, the shared knowledge base's upkeep
 
 
