@@ -91,9 +91,11 @@ def cli(context: click.Context, verbose: int) -> None:
     in one data directory (RESEARCHCREW_DATA_DIR).
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger()
+    ours = not root.handlers  # basicConfig adds the stderr handler (not when embedded: CliRunner, a host app)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    if context.invoked_subcommand not in LONG_RUNNING:
-        for handler in logging.getLogger().handlers:
+    if ours and context.invoked_subcommand not in LONG_RUNNING:
+        for handler in root.handlers:
             handler.addFilter(OncePerCommand())
     from researchcrew.redaction import install_log_redaction
 
