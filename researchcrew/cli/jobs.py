@@ -304,13 +304,33 @@ def cancel(run_id: str, user_id: str, as_json: bool) -> None:
 @click.argument("run_id")
 @_USER
 @_JSON
-def resume(run_id: str, user_id: str, as_json: bool) -> None:
-    """Continue a run whose process stopped; stored answers are not repeated."""
+@local_option
+def resume(run_id: str, user_id: str, as_json: bool, local: bool) -> None:
+    """Continue a run whose process stopped; stored answers are not repeated (in the service when one runs)."""
     from tqdm import tqdm
 
+    from researchcrew.jobs.contracts import RunInfo
+
     bar = tqdm(unit="question", file=sys.stderr, disable=as_json, desc=f"run {run_id[:12]}")
-    info: RunInfo = _on_jobs(lambda jobs: jobs.resume(user_id, run_id, on_progress=lambda *_: bar.update(1)))
-    bar.close()
+
+    async def in_service(client: ServiceClient) -> RunInfo:
+        info = RunInfo.model_validate(await client.resume_run(user_id, run_id))
+        done = info.counts.finished
+        while not info.finished:
+            await asyncio.sleep(0.5)
+            info = RunInfo.model_validate(await client.run_status(user_id, run_id))
+            bar.update(info.counts.finished - done)
+            done = info.counts.finished
+        return info
+
+    route = route_for(load_settings(), local=local, user_id=user_id)
+    try:
+        if route.mode == "service":
+            info: RunInfo = with_service(route, in_service, user_id=user_id)
+        else:
+            info = _on_jobs(lambda jobs: jobs.resume(user_id, run_id, on_progress=lambda *_: bar.update(1)))
+    finally:
+        bar.close()
     if as_json:
         echo_json(info.model_dump(mode="json"))
         return

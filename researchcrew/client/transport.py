@@ -184,6 +184,11 @@ class ServiceClient:
         run: dict[str, Any] = await self.request("POST", f"/v1/jobs/{_segment(job)}/runs", user_id=user_id)
         return run
 
+    async def resume_run(self, user_id: str, run_id: str) -> dict[str, Any]:
+        """Continue a stopped run in the service (or on its workers)."""
+        run: dict[str, Any] = await self.request("POST", f"/v1/runs/{_segment(run_id)}/resume", user_id=user_id)
+        return run
+
     async def run_status(self, user_id: str, run_id: str) -> dict[str, Any]:
         run: dict[str, Any] = await self.request("GET", f"/v1/runs/{_segment(run_id)}", user_id=user_id)
         return run

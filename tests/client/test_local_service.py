@@ -44,6 +44,7 @@ def _commands(env: dict[str, str]) -> dict[str, subprocess.CompletedProcess[str]
         "kb remove (nothing matches)": cli("kb", "remove", "--path", "/no/such/folder", env=env),
         "memory export (nobody)": cli("memory", "export", "--user", "nobody-here", env=env),
         "jobs run (unknown job)": cli("jobs", "run", "no-such-job", env=env),
+        "jobs resume (unknown run)": cli("jobs", "resume", "no-such-run", env=env),
     }
 
 

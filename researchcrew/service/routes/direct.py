@@ -26,6 +26,7 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract, Identifier, RequestContract
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ResearchCrewError
+from researchcrew.jobs.contracts import RunInfo
 from researchcrew.knowledge.collection import KnowledgeBaseStats, ReindexReport
 from researchcrew.knowledge.ingest import DEFAULT_BATCH_SIZE, IngestReport
 from researchcrew.service.auth import CurrentUser, User
@@ -38,6 +39,7 @@ from researchcrew.service.questions import (
     service_problem,
     wants_event_stream,
 )
+from researchcrew.service.routes.jobs import RunId, job_problems
 from researchcrew.service.slots import question_slot
 from researchcrew.service.state import Service
 
@@ -242,3 +244,19 @@ async def kb_reindex(service: Service, user: CurrentUser) -> ReindexReport:
         return await asyncio.to_thread(base.reindex_keywords)
     except ResearchCrewError as error:
         raise service_problem(error) from error
+
+
+@router.post(
+    "/runs/{run_id}/resume",
+    status_code=202,
+    response_model=RunInfo,
+    responses=problem_responses(404),
+    summary="Continue a run whose process stopped, in the service (stored answers are not repeated).",
+)
+async def resume_run(service: Service, user: CurrentUser, run_id: RunId) -> RunInfo:
+    with job_problems():
+        run = await service.jobs.status(user.user_id, run_id)  # another user's run answers 404 like an unknown one
+        if run.executor == "queue":
+            return await service.jobs.resume(user.user_id, run_id)  # sent to the workers again
+        service.jobs.run_in_background(run_id)
+        return await service.jobs.status(user.user_id, run_id)
