@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -48,18 +49,19 @@ from pydantic import ValidationError
 
 from researchcrew.contracts import FinalResponse, ProgressEvent
 from researchcrew.contracts.clarification import ClarificationAnswer
-from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
+from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision, ReportLength, ReportType
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ConfigurationError, ResearchCrewError
 from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.settings import Settings
-from researchcrew.tools.base import Tool
+from researchcrew.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
     from researchcrew.client import ServiceClient
+    from researchcrew.deep.export import ExportedReport
     from researchcrew.jobs.api import Jobs
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.store import MemoryStore
@@ -255,6 +257,11 @@ class ResearchAssistant:
         async for item in items:
             yield item
 
+    async def search_knowledge_base(self, query: str, *, user_id: str = "default", num_results: int = 5) -> ToolResult:
+        """Passages of the knowledge base for ``query`` with their sources, no answer written (``chunks``; a failed
+        search is ``failure``). The MCP tool of the same name."""
+        return await self.runtime.search_knowledge_base(query, user_id=user_id, num_results=num_results)
+
     # Deep research ------------------------------------------------------------------------------------------
     def deep_options(
         self,
@@ -265,6 +272,8 @@ class ResearchAssistant:
         token_budget: int | None = None,
         clarify: bool = True,
         follow_references: bool = True,
+        length: ReportLength = "standard",
+        report_type: ReportType = "report",
     ) -> DeepOptions:
         """The ``DeepOptions`` that ``research(...)`` sends (bad values fail fast, in one line)."""
         try:
@@ -275,6 +284,8 @@ class ResearchAssistant:
                 token_budget=token_budget,
                 clarify=clarify,
                 follow_references=follow_references,
+                length=length,
+                report_type=report_type,
             )
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
@@ -292,10 +303,13 @@ class ResearchAssistant:
         token_budget: int | None = None,
         clarify: bool = True,
         follow_references: bool = True,
+        length: ReportLength = "standard",
+        report_type: ReportType = "report",
         **options: Any,
     ) -> DeepRun:
         """Start a deep research run. It returns paused (``status == "awaiting_human_feedback"``) with clarifying
         questions or a plan to approve, or — with ``approve=True``, for batch jobs — completed with its report.
+        ``length`` is brief, standard or detailed; ``report_type`` report, literature_review or comparison.
         ``research_deadline_s`` and ``token_budget`` are the whole run's; ``options`` are ``ask``'s."""
         request = self.request(question, user_id=user_id, session_id=session_id, **options)
         deep_options = self.deep_options(
@@ -305,6 +319,8 @@ class ResearchAssistant:
             token_budget=token_budget,
             clarify=clarify,
             follow_references=follow_references,
+            length=length,
+            report_type=report_type,
         )
         return await (await self.runtime.deep_research()).research(request, deep_options)
 
@@ -319,6 +335,8 @@ class ResearchAssistant:
             "token_budget",
             "clarify",
             "follow_references",
+            "length",
+            "report_type",
         )
         deep_options = self.deep_options(**{key: options.pop(key) for key in deep_keys if key in options})
         request = self.request(question, user_id=user_id, session_id=session_id, **options)
@@ -360,3 +378,22 @@ class ResearchAssistant:
     async def cancel_research(self, run_id: str, *, user_id: str = "default") -> DeepRun:
         """Cancel a paused deep run."""
         return await (await self.runtime.deep_research()).cancel_research(run_id, user_id=user_id)
+
+    async def export_report(
+        self,
+        run_id: str,
+        format: str | None = None,
+        *,
+        path: str | Path | None = None,
+        user_id: str = "default",
+    ) -> ExportedReport:
+        """A completed deep run's report as Markdown, HTML, PDF or DOCX (``format``: md, html, pdf, docx; or from
+        ``path``'s extension), written to ``path`` when given. Its ``content``, ``media_type`` and ``file_name``
+        are the export."""
+        from researchcrew.deep.export import format_for
+
+        chosen = format_for(path, format) if (format or path) else "md"
+        exported = await (await self.runtime.deep_research()).export_report(run_id, user_id=user_id, format=chosen)
+        if path is not None:
+            exported.write(path)
+        return exported

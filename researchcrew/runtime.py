@@ -24,6 +24,7 @@ answers something waiting in its session (a quick answer's clarifying questions,
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
@@ -37,16 +38,19 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ConfigurationError
 from researchcrew.pipeline.conversation import Conversation, RunsOfUser
 from researchcrew.settings import Settings
-from researchcrew.tools.base import Tool
+from researchcrew.tools.base import Tool, ToolResult
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.contracts.cost import AnswerCost
+    from researchcrew.contracts.follow_up import TokenCount
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.memory.usage_ledger import UsageKind, UsageLedger
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.writer import MemoryWriter
     from researchcrew.pipeline.stages import ResearchStages
@@ -83,7 +87,7 @@ class Runtime:
     ) -> None:
         from researchcrew.llm import quiet_crewai
 
-        quiet_crewai()  # before anything imports crewAI: the Flow itself is crewAI, even without an LLM
+        quiet_crewai()  # before anything imports crewAI (an LLM, deep research; the quick Flow does not)
         self.settings = settings
         self.remember = remember
         self._given_tools = list(tools) if tools is not None else None
@@ -100,6 +104,7 @@ class Runtime:
         self._limits: SharedLimits | None = None
         self._health: SourceHealth | None = None
         self._tools: list[Tool] | None = None
+        self._usage_ledger: UsageLedger | None = None
         self._deep: DeepResearch | None = None
         # What each message of a session is (a reply to a waiting question, or new), for every door.
         self.conversation = Conversation(history=lambda: self._memory_store, research_runs=self._research_runs)
@@ -243,8 +248,8 @@ class Runtime:
 
         from researchcrew.pipeline.assemble import assemble_stages, default_tools
 
-        # The Flow module imports crewAI's Flow machinery (~3 s of CPU): import it off the event loop now, or the
-        # first question blocks every other coroutine of the process that long (a worker's Redis reads time out).
+        # The pipeline's modules (their pydantic models) take a moment to import: import them off the event loop
+        # now, or the first question blocks every other coroutine of the process that long.
         await asyncio.to_thread(importlib.import_module, "researchcrew.pipeline.flow")
 
         needs_store = self._memory_store is None and (self.remember or self._given_tools is None)
@@ -276,7 +281,7 @@ class Runtime:
             from researchcrew.pipeline.remember.writer import MemoryWriter
 
             self._memory_writer = MemoryWriter(store, llm=llm, zep_outbox=await self.outbox_worker())
-        return assemble_stages(
+        stages = assemble_stages(
             self.settings,
             tools=tools,
             llm=llm,
@@ -286,6 +291,9 @@ class Runtime:
             memory_store=store,
             health=self.source_health(),
         )
+        if llm is not None:  # the price table loads once, here, not in the first answer
+            await asyncio.to_thread(stages.pricing.warm)
+        return stages
 
     # The question pipeline ------------------------------------------------------------------------------------
     async def ask(
@@ -325,7 +333,38 @@ class Runtime:
             started_at=started_at,
         )
         self.conversation.answered(request, response)
+        await self.record_usage(
+            request.user_id, "answer", response.response_id, response.token_usage.total, response.cost
+        )
         return response
+
+    async def usage_ledger(self) -> UsageLedger | None:
+        """What each answer spent, per user (in the memory database); None for a runtime without one
+        (``remember=False`` and no store given). Raises ``MemoryStoreError`` when the database cannot be opened."""
+        if self._memory_store is None and not self.remember:
+            return None
+        if self._usage_ledger is None:
+            from researchcrew.memory.usage_ledger import UsageLedger
+
+            self._usage_ledger = UsageLedger((await self.memory_store()).engine)
+        return self._usage_ledger
+
+    async def record_usage(
+        self, user_id: str, kind: UsageKind, response_id: str, tokens: TokenCount, cost: AnswerCost
+    ) -> None:
+        """Write what an answer or a deep run spent to the usage ledger. Never fails the answer: a database that
+        cannot take the row now is logged (the answer has been given; only the usage view misses it)."""
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from researchcrew.errors import MemoryStoreError
+
+        try:
+            ledger = await self.usage_ledger()
+            if ledger is None:
+                return
+            await ledger.record(user_id=user_id, kind=kind, response_id=response_id, tokens=tokens, cost=cost)
+        except (MemoryStoreError, SQLAlchemyError, OSError) as error:
+            logger.warning("the usage of answer %s was not recorded: %s", response_id, type(error).__name__)
 
     async def stream(self, request: ResearchRequest) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Progress events as the stages run, then the answer (always last). Closing the iterator early cancels
@@ -337,6 +376,22 @@ class Runtime:
 
         async for item in events_then_result(answer):
             yield item
+
+    async def search_knowledge_base(self, query: str, *, user_id: str = "default", num_results: int = 5) -> ToolResult:
+        """Passages of the knowledge base that match ``query``, with their sources, and no answer written: the
+        knowledge-base source the pipeline searches (``source_type == "rag"``), called as the Retriever calls it.
+        A failed search is data (``ToolResult.failure``); a runtime without a knowledge-base source, or an empty
+        query, raises ``ConfigurationError``."""
+        if not query.strip():
+            raise ConfigurationError("the query is empty: say what to look for")
+        if not 1 <= num_results <= 100:
+            raise ConfigurationError(f"num_results must be between 1 and 100, got {num_results}")
+        await self.stages()
+        sources = [tool for tool in self._tools or [] if tool.source_type == "rag"]
+        if not sources:
+            raise ConfigurationError("no knowledge-base source is configured (the tools given have no 'rag' source)")
+        timeout = sources[0].timeout_s or self.settings.retrieval.timeout_per_source_s
+        return await sources[0].search(query, timeout=timeout, num_results=num_results, user_id=user_id)
 
     async def last_session(self, user_id: str) -> str | None:
         """The session of ``user_id``'s latest remembered exchange (None: nothing remembered yet)."""
@@ -461,6 +516,7 @@ class Runtime:
         if self._limits is not None:
             limits, self._limits = self._limits, None
             await limits.aclose()
+        await self._close_built_tools()
         await self._close_stores()
         self._stages = None
         self._deep = None
@@ -474,6 +530,22 @@ class Runtime:
         await self.aclose()
 
     # Helpers --------------------------------------------------------------------------------------------------
+    async def _close_built_tools(self) -> None:
+        """Close the sources this runtime built (arXiv's HTTP session, a crewAI source's threads); given tools are
+        the caller's to close."""
+        built = self._tools if self._given_tools is None else None
+        self._tools = None
+        for tool in built or []:
+            close = getattr(tool, "close", None)
+            if close is None:
+                continue
+            try:
+                outcome = close()
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except (OSError, RuntimeError) as error:  # already closed, or bound to a finished loop
+                logger.debug("closing %s: %s", tool.name, error)
+
     async def _close_stores(self) -> None:
         """Close the memory store and the knowledge base this runtime opened (given ones stay open)."""
         if self._memory_store is not None and self._owns_memory_store:

@@ -33,6 +33,13 @@ _ECOSYSTEM_ENV: dict[str, tuple[str, str]] = {
 }
 
 
+def environment_variable(name: str) -> str | None:
+    """The value of a variable another ecosystem reads itself (crewai-tools' ``TAVILY_API_KEY``,
+    ``SERPER_API_KEY`` ...), or None when it is unset or empty: researchcrew checks it is there to say so before the
+    tool fails. This module is the one place ``os.environ`` is read."""
+    return os.environ.get(name) or None
+
+
 class _Group(BaseModel):
     """A settings group. Unknown keys are errors, so a misspelt RESEARCHCREW_GROUP__FIELD fails fast."""
 
@@ -247,6 +254,15 @@ class LLMSettings(_Group):
     )
     api_key: SecretStr | None = Field(
         default=None, description="API key. None: the provider's usual variable (OPENAI_API_KEY, ...) is used."
+    )
+    input_usd_per_mtok: float | None = Field(
+        default=None,
+        ge=0,
+        description="Price of a million prompt tokens in US dollars, for a model the bundled price table does not "
+        "know (a local or fine-tuned model; 0 when it is free to run). None: the table's price, else 'unknown'.",
+    )
+    output_usd_per_mtok: float | None = Field(
+        default=None, ge=0, description="Price of a million completion tokens in US dollars (see input_usd_per_mtok)."
     )
     temperature: float = Field(default=0.1, ge=0, le=2, description="Sampling temperature.")
     timeout_s: float = Field(default=20.0, gt=0, description="Timeout for one LLM call, in seconds.")
@@ -762,6 +778,12 @@ class ServiceSettings(_Group):
     max_concurrent_questions: int = Field(
         default=4, ge=1, le=1000, description="Questions one user may have running at once; one more answers 429."
     )
+    monthly_budget_usd: float | None = Field(
+        default=None,
+        ge=0,
+        description="What one user's answers may cost per calendar month (UTC), in US dollars; past it, a new "
+        "question or deep run answers 402. Only answers with a known price count. None: no budget.",
+    )
     shutdown_grace_s: float = Field(
         default=30.0,
         ge=0,
@@ -811,6 +833,19 @@ class Settings(BaseSettings):
         description="Source types the Retriever calls by default, out of rag, web, arxiv, memory. In the environment "
         'a comma-separated list (`rag,memory`) or a JSON list (`["rag", "memory"]`).',
     )
+    extra_sources: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="crewai-tools search and scrape tools added to every door as further sources, by name "
+        "(`researchcrew.tools.extra_sources.EXTRA_SOURCES`: tavily, serper, brave, exa, ...), each with the keys "
+        "crewai-tools reads itself (e.g. TAVILY_API_KEY). In the environment "
+        "`RESEARCHCREW_EXTRA_SOURCES=tavily,serper` or a JSON list.",
+    )
+    extra_source_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description='Constructor options of the extra sources, by name, e.g. `{"serper": {"n_results": 10}}` '
+        'or a self-hosted endpoint (`{"serper": {"base_url": "http://..."}}`). In the environment a JSON '
+        "object: `RESEARCHCREW_EXTRA_SOURCE_OPTIONS`.",
+    )
     milvus: MilvusSettings = Field(default_factory=MilvusSettings, description="Knowledge-base store.")
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings, description="Embedding model.")
     firecrawl: FirecrawlSettings = Field(default_factory=FirecrawlSettings, description="Web search.")
@@ -844,7 +879,7 @@ class Settings(BaseSettings):
     )
     deep: DeepResearchSettings = Field(default_factory=DeepResearchSettings, description="Deep research runs.")
 
-    @field_validator("enabled_sources", mode="before")
+    @field_validator("enabled_sources", "extra_sources", mode="before")
     @classmethod
     def _parse_sources(cls, value: Any) -> Any:
         """`rag,memory` or `["rag", "memory"]` from the environment; a list from code."""
@@ -872,6 +907,16 @@ class Settings(BaseSettings):
             )
         if not names:
             raise ValueError(f"no source is enabled; name at least one of {', '.join(BUILTIN_SOURCE_TYPES)} (e.g. rag)")
+        return list(dict.fromkeys(names))
+
+    @field_validator("extra_sources")
+    @classmethod
+    def _extra_source_names(cls, value: list[str]) -> list[str]:
+        """Names only; which exist is the tools layer's to say (``tools/extra_sources.py``), at start."""
+        names = [name.strip().lower() for name in value if name.strip()]
+        clashing = [name for name in names if name in BUILTIN_SOURCE_TYPES]
+        if clashing:
+            raise ValueError(f"{', '.join(map(repr, clashing))} is a built-in source; enable it in enabled_sources")
         return list(dict.fromkeys(names))
 
     @model_validator(mode="after")

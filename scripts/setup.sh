@@ -25,6 +25,14 @@ if [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 
+# DejaVu Sans is the Unicode font of the PDF report export (deep/export/pdf.py); without it PDFs fall back to Latin-1.
+if [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] && command -v apt-get >/dev/null 2>&1; then
+    as_root=""
+    [ "$(id -u)" -eq 0 ] || as_root="sudo -n"
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-dejavu-core >/dev/null 2>&1 \
+        || echo "setup: could not install fonts-dejavu-core; PDF exports will print Latin-1 text only" >&2
+fi
+
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi

@@ -26,9 +26,11 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "kb": ("researchcrew.cli.kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
     "eval": ("researchcrew.cli.evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),
     "memory": ("researchcrew.cli.memory", "memory", "Export or forget a user's memory."),
+    "usage": ("researchcrew.cli.usage", "usage", "A user's questions, tokens and cost by day."),
     "jobs": ("researchcrew.cli.jobs", "jobs", "Batch research jobs: add, run (now or on a schedule), export."),
     "worker": ("researchcrew.cli.jobs", "worker", "Research queued batch questions (Redis-backed workers)."),
     "scheduler": ("researchcrew.cli.jobs", "scheduler", "Fire job schedules onto the queue (Redis)."),
+    "mcp": ("researchcrew.cli.mcp", "mcp", "Run the MCP server over stdio (Claude Desktop, IDEs, crewAI agents)."),
     "serve": ("researchcrew.cli.serve", "serve", "Run the HTTP service: per-user sessions, streaming answers."),
     "users": ("researchcrew.cli.users", "users", "Add, list and revoke the HTTP service's users and API keys."),
     "status": ("researchcrew.cli.status", "status", "Each source's health: healthy, or backing off after a failure."),
@@ -59,7 +61,7 @@ class LazyGroup(click.Group):
 
 
 # Commands that run until stopped: a warning that comes back an hour later is news there, so it is logged again.
-LONG_RUNNING = frozenset({"serve", "worker", "scheduler"})
+LONG_RUNNING = frozenset({"serve", "worker", "scheduler", "mcp"})
 
 
 class OncePerCommand(logging.Filter):
@@ -103,5 +105,13 @@ def cli(context: click.Context, verbose: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Console-script entry point."""
-    return cli.main(args=argv, prog_name="researchcrew")
+    """Console-script entry point. As the ``researchcrew`` command (no ``argv``) the process ends as soon as the
+    command is done, without the interpreter's module teardown (``cli/_exit.py``)."""
+    if argv is not None:
+        return cli.main(args=argv, prog_name="researchcrew")
+    try:
+        cli.main(prog_name="researchcrew")
+    except SystemExit as done:
+        from researchcrew.cli._exit import finish_process
+
+        finish_process(done.code)

@@ -45,7 +45,6 @@ def load_settings(**overrides: Any) -> Settings:
     try:
         settings = Settings(**{key: value for key, value in overrides.items() if value is not None})
         remember_settings_secrets(settings)  # masked in every message and log line from now on
-        return settings
     except ValidationError as error:
         problems = "; ".join(
             f"{setting_name(e['loc'])}: {e['msg'].removeprefix('Value error, ')}" for e in error.errors()
@@ -53,6 +52,15 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigurationProblem(redact(f"invalid setting {problems}")) from error
     except SettingsError as error:  # a value the settings source could not even parse (e.g. malformed JSON)
         raise ConfigurationProblem(redact(f"invalid setting: {error}; see `researchcrew --help`")) from error
+    if settings.extra_sources or settings.extra_source_options:  # a missing key stops every command at start
+        from researchcrew.errors import ConfigurationError
+        from researchcrew.tools.extra_sources import check_extra_sources
+
+        try:
+            check_extra_sources(settings)
+        except ConfigurationError as error:
+            raise ConfigurationProblem(redact(str(error))) from error
+    return settings
 
 
 def with_runtime(

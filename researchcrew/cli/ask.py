@@ -235,7 +235,7 @@ def render_answer(response: FinalResponse) -> str:
         )
         notes.append(
             f"  - language model: {usage.total.total_tokens} tokens ({usage.total.prompt_tokens} prompt, "
-            f"{usage.total.completion_tokens} completion; {spent})"
+            f"{usage.total.completion_tokens} completion; {spent}); cost: {response.cost.summary()}"
         )
     if response.citation_stats.removed or response.citation_stats.claims_removed:
         stats = response.citation_stats

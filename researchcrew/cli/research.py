@@ -9,6 +9,10 @@ answer"), then shows the plan and waits for a decision — Enter approves; ``cut
 Without a terminal (a script, a pipe) the run pauses and the command prints its id; continue it later, from any
 process sharing the memory database, with ``--run ID`` and ``--answer``, ``--approve`` or the plan edits
 (``--cut``, ``--order``, ``--edit N=TEXT``, ``--add``), or ``--cancel``. ``--run ID`` alone shows the run.
+
+``--length brief|standard|detailed`` and ``--type report|literature_review|comparison`` shape the report;
+``-o report.pdf`` (or .md, .html, .docx; ``--format`` to say it) also writes the finished report to a file, and
+``--run ID -o report.docx`` exports a completed run's report again.
 """
 
 from __future__ import annotations
@@ -208,6 +212,35 @@ async def _interact(runtime: Runtime, run: DeepRun, *, user_id: str, as_json: bo
 @click.option("--edit", multiple=True, metavar="N=TEXT", help="With --run: reword plan item N (repeatable).")
 @click.option("--add", multiple=True, metavar="TEXT", help="With --run: add a sub-question (repeatable).")
 @click.option("--cancel", is_flag=True, help="With --run: cancel the paused run.")
+@click.option(
+    "--length",
+    type=click.Choice(["brief", "standard", "detailed"]),
+    default="standard",
+    show_default=True,
+    help="How long the report is: fewer or more sub-questions and statements per section.",
+)
+@click.option(
+    "--type",
+    "report_type",
+    type=click.Choice(["report", "literature_review", "comparison"]),
+    default="report",
+    show_default=True,
+    help="report; literature_review (themes with their sources); comparison (contrasts per aspect, a table).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Also write the finished report to this file (.md, .html, .pdf or .docx).",
+)
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["md", "html", "pdf", "docx"]),
+    default=None,
+    help="With -o: the file's format (default: from its extension).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
 def research(
     question: str | None,
@@ -229,6 +262,10 @@ def research(
     edit: tuple[str, ...],
     add: tuple[str, ...],
     cancel: bool,
+    length: str,
+    report_type: str,
+    output: str | None,
+    export_format: str | None,
     as_json: bool,
 ) -> None:
     """Deep research: clarifying questions, a plan you approve, each sub-question researched, one checked report."""
@@ -246,6 +283,16 @@ def research(
         raise click.UsageError("give either a QUESTION or --run ID, not both")
     if run_id is None and steering:
         raise click.UsageError("--answer, --approve, --cut, --order, --edit, --add and --cancel need --run ID")
+    if export_format is not None and output is None:
+        raise click.UsageError("--format needs -o/--output PATH")
+    if output is not None:
+        from researchcrew.deep.export import format_for
+        from researchcrew.errors import ConfigurationError
+
+        try:
+            chosen_format = format_for(output, export_format)
+        except ConfigurationError as error:
+            raise click.UsageError(str(error)) from error
     interactive = not approve and not as_json and sys.stdin.isatty()
     on_event = None if as_json else _progress
 
@@ -265,6 +312,8 @@ def research(
                 token_budget=token_budget,
                 clarify=not no_clarify,
                 follow_references=not no_references,
+                length=length,
+                report_type=report_type,
             )
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
@@ -294,7 +343,22 @@ def research(
         run = await deep.resume_research(run_id, user_id=user_id, on_event=on_event)
         return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
 
-    run = with_runtime(steer if run_id is not None else start)
+    async def work(runtime: Runtime) -> DeepRun:
+        run = await (steer if run_id is not None else start)(runtime)
+        if output is not None and run.status == "completed":
+            deep = await runtime.deep_research()
+            exported = await deep.export_report(run.run_id, user_id=user_id, format=chosen_format)
+            exported.write(output)
+            click.echo(f"Report written to {output} ({exported.format}, {len(exported.content)} bytes)", err=True)
+        elif output is not None:
+            click.echo(
+                f"Run {run.run_id} is {run.status}: the report is written once it completes "
+                f"(continue with --run {run.run_id} ... -o {output})",
+                err=True,
+            )
+        return run
+
+    run = with_runtime(work)
     if as_json:
         echo_json(run.model_dump(mode="json"))
     else:

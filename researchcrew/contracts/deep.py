@@ -12,15 +12,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, NonNegativeMs, RequestContract, UnitFloat
 from researchcrew.contracts.clarification import ClarificationRequest
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.synthesizer import AnswerKind, FinalResponse
 
 MAX_PLAN_ITEMS = 20  # the most sub-questions any plan may hold (settings and options pick at most this)
 MAX_SUBQUESTION_CHARS = 500
+
+ReportLength = Literal["brief", "standard", "detailed"]
+ReportType = Literal["report", "literature_review", "comparison"]
+ExportFormat = Literal["md", "html", "pdf", "docx"]
 
 
 class DeepOptions(RequestContract):
@@ -45,6 +50,17 @@ class DeepOptions(RequestContract):
     )
     clarify: bool = Field(default=True, description="Ask clarifying questions first when the evidence calls for it.")
     follow_references: bool = Field(default=True, description="Follow references found in the evidence.")
+    length: ReportLength = Field(
+        default="standard",
+        description="brief (few sub-questions, two statements a section), standard, or detailed (more sub-questions, "
+        "longer sections).",
+    )
+    report_type: ReportType = Field(
+        default="report",
+        validation_alias=AliasChoices("report_type", "type"),
+        description="report (one section per sub-question); literature_review (themes, each with the sources that "
+        "speak to it); comparison (one contrast section per aspect, and a comparison table). Also accepted as `type`.",
+    )
 
 
 class PlanItem(Contract):
@@ -184,6 +200,28 @@ class QualityScores(Contract):
 SubQuestionStatus = Literal["answered", "weak", "not_researched"]
 
 
+class ComparisonRow(Contract):
+    """One aspect of a comparison: what the evidence says about each subject on it."""
+
+    aspect: str = Field(max_length=MAX_SUBQUESTION_CHARS, description="The aspect (a sub-question of the plan).")
+    cells: list[str] = Field(description="Per subject, in ``subjects`` order: the statement found, or empty.")
+    citations: list[list[int]] = Field(description="Per subject: the citation numbers of its cell.")
+
+
+class ComparisonTable(Contract):
+    """The comparison table of a ``comparison`` report: subjects as columns, aspects as rows."""
+
+    subjects: list[str] = Field(min_length=1, description="What is compared (from the question, or its sources).")
+    rows: list[ComparisonRow] = Field(default_factory=list, description="One row per aspect, in plan order.")
+
+
+class ReviewTheme(Contract):
+    """One theme of a ``literature_review`` report and the sources that speak to it."""
+
+    theme: str = Field(max_length=MAX_SUBQUESTION_CHARS, description="The theme (a sub-question of the plan).")
+    sources: list[int] = Field(default_factory=list, description="Citation numbers of the sources on this theme.")
+
+
 class SubQuestionReport(Contract):
     """What researching one sub-question gave."""
 
@@ -198,6 +236,9 @@ class SubQuestionReport(Contract):
     references_kept: int = Field(default=0, ge=0, description="Followed references kept as evidence.")
     elapsed_ms: NonNegativeMs = Field(default=0.0, description="Wall time spent on it.")
     tokens: int = Field(default=0, ge=0, description="LLM tokens spent on it.")
+    cost_usd: float | None = Field(
+        default=0.0, ge=0, description="What its answer's LLM calls cost in US dollars; None: price unknown."
+    )
     note: str | None = Field(default=None, max_length=1_000, description="Anything the reader should know.")
 
 
@@ -209,6 +250,11 @@ class BudgetReport(Contract):
     token_budget: int | None = Field(default=None, description="Tokens allowed (None without an LLM).")
     tokens_used: int = Field(default=0, ge=0, description="Tokens the LLM reported (or the fake LLM estimated).")
     exhausted: Literal["deadline", "tokens"] | None = Field(default=None, description="Which limit stopped the run.")
+    cost: AnswerCost = Field(
+        default_factory=AnswerCost,
+        description="What the run's LLM calls cost in US dollars (planning, sub-questions, report, quality check); "
+        "`usd` None when the model's price is unknown.",
+    )
 
 
 class DeepReport(Contract):
@@ -231,6 +277,10 @@ class DeepReport(Contract):
     partial: bool = Field(default=False, description="The deadline or budget cut the run short.")
     not_done: list[str] = Field(default_factory=list, description="What was not done, and why.")
     budget: BudgetReport = Field(description="Time and tokens allowed and used.")
+    length: ReportLength = Field(default="standard", description="The length the report was written to.")
+    report_type: ReportType = Field(default="report", description="The kind of report written.")
+    comparison: ComparisonTable | None = Field(default=None, description="A comparison report's table.")
+    themes: list[ReviewTheme] = Field(default_factory=list, description="A literature review's themes and sources.")
 
 
 DeepRunStatus = Literal["running", "awaiting_human_feedback", "completed", "cancelled", "failed", "expired"]
@@ -256,6 +306,9 @@ class DeepRun(Contract):
     )
     clarification: ClarificationRequest | None = Field(default=None, description="The questions asked, if any.")
     plan: ResearchPlan | None = Field(default=None, description="The proposed plan (approved once research began).")
+    options: DeepOptions | None = Field(
+        default=None, description="The run's options as stored with it (length, type, limits), once it has paused."
+    )
     report: DeepReport | None = Field(default=None, description="The report, once completed.")
     error: str | None = Field(default=None, description="Why it failed.")
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC), description="When it started (UTC).")

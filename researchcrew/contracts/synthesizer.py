@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from researchcrew.contracts._base import Contract, NonNegativeMs, SourceType, UnitFloat
 from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.clarification import ClarificationRequest
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContext, QualityStatistics, RemovalReason
 from researchcrew.contracts.follow_up import QuestionRewrite, TokenUsage
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
@@ -295,6 +296,11 @@ class FinalResponse(Contract):
         "an LLM. Background entity extraction is not included.",
     )
     # ---- end of issue 11 -----------------------------------------------------------------------------------------
+    cost: AnswerCost = Field(
+        default_factory=AnswerCost,
+        description="What the tokens in token_usage cost in US dollars, per stage and in total; `usd` is None (never "
+        "0) when the model's price is unknown. Exactly 0 without an LLM.",
+    )
 
 
 class CoverageMetrics(Contract):

@@ -262,3 +262,22 @@ class ChatSessionRow(Base):
 
 
 ALL_TABLES = tuple(Base.metadata.sorted_tables)
+
+
+class UsageRow(Base):
+    """What one answer or deep run spent (issue 23): its tokens and their cost, for the per-user usage view and the
+    monthly budget. Written for every answer a runtime with a database gives, remembered or not."""
+
+    __tablename__ = "usage_answers"
+    __table_args__ = (Index("ix_usage_answers_user_at", "user_id", "at"), {"sqlite_autoincrement": True})
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    at: Mapped[datetime]
+    kind: Mapped[str] = mapped_column(String(16))  # answer | deep_run
+    response_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    prompt_tokens: Mapped[int] = mapped_column(Integer)
+    completion_tokens: Mapped[int] = mapped_column(Integer)
+    calls: Mapped[int] = mapped_column(Integer)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=None)  # None: the model's price is unknown
+    model: Mapped[str | None] = mapped_column(String(255), default=None)

@@ -15,10 +15,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.deep import BudgetReport
+from researchcrew.contracts.follow_up import TokenCount
 
 if TYPE_CHECKING:
     from crewai import BaseLLM
+
+    from researchcrew.llm.pricing import Pricing
 
 Exhausted = Literal["deadline", "tokens"]
 
@@ -33,6 +37,17 @@ def llm_tokens(llm: BaseLLM | None) -> int:
     return int(getattr(summary(), "total_tokens", 0) or 0)
 
 
+def llm_token_count(llm: BaseLLM | None) -> TokenCount:
+    """Prompt and completion tokens ``llm`` has used over its lifetime (zeros without an LLM or usage figures)."""
+    summary = getattr(llm, "get_token_usage_summary", None) if llm is not None else None
+    if summary is None:
+        return TokenCount()
+    metrics = summary()
+    prompt = int(getattr(metrics, "prompt_tokens", 0) or 0)
+    completion = int(getattr(metrics, "completion_tokens", 0) or 0)
+    return TokenCount.of(max(0, prompt), max(0, completion), calls=int(getattr(metrics, "successful_requests", 0) or 0))
+
+
 @dataclass
 class Budget:
     """The run's budget as seen by one working segment."""
@@ -44,9 +59,22 @@ class Budget:
     llm: BaseLLM | None = None
     started: float = field(default_factory=time.monotonic)
     llm_start: int = 0
+    count_before: TokenCount = field(default_factory=TokenCount)  # prompt/completion split of earlier segments
+    pricing: Pricing | None = None
+    count_start: TokenCount = field(default_factory=TokenCount)
 
     def __post_init__(self) -> None:
         self.llm_start = llm_tokens(self.llm)
+        self.count_start = llm_token_count(self.llm)
+
+    def token_count(self) -> TokenCount:
+        """Prompt and completion tokens of the whole run so far (earlier segments included)."""
+        now = llm_token_count(self.llm)
+        return self.count_before + TokenCount.of(
+            max(0, now.prompt_tokens - self.count_start.prompt_tokens),
+            max(0, now.completion_tokens - self.count_start.completion_tokens),
+            calls=max(0, now.calls - self.count_start.calls),
+        )
 
     def elapsed_s(self) -> float:
         return self.spent_s + (time.monotonic() - self.started)
@@ -78,4 +106,5 @@ class Budget:
             token_budget=self.token_budget if self.llm is not None else None,
             tokens_used=self.tokens_used(),
             exhausted=exhausted,
+            cost=self.pricing.cost_of(self.token_count()) if self.pricing is not None else AnswerCost(),
         )

@@ -42,6 +42,7 @@ from researchcrew.contracts.deep import (
     ResearchPlan,
     SubQuestionReport,
 )
+from researchcrew.contracts.follow_up import TokenCount
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.budget import Budget, Exhausted
 from researchcrew.deep.follow import ReferenceFollower
@@ -49,6 +50,9 @@ from researchcrew.deep.plan import apply_decision, llm_plan, read_decision, rule
 from researchcrew.deep.quality import score_report, sections_by_position
 from researchcrew.deep.report import ReportDraft, assemble_report, extractive_retry, llm_retry
 from researchcrew.deep.research import SubQuestionResult, research_sub_question
+from researchcrew.deep.shape import ReportShape
+from researchcrew.deep.shape_plan import shaped_rule_plan
+from researchcrew.pipeline.assemble import pricing_for
 from researchcrew.pipeline.clarify import (
     clarification_reason,
     llm_clarification,
@@ -101,6 +105,8 @@ class DeepState(FlowState):
     max_subquestions: int = Field(default=8, ge=1, le=20, description="Most plan items.")
     elapsed_s: float = Field(default=0.0, ge=0, description="Research seconds spent in earlier segments.")
     tokens_used: int = Field(default=0, ge=0, description="Tokens spent in earlier segments.")
+    prompt_tokens_used: int = Field(default=0, ge=0, description="Of those, prompt tokens (for the run's cost).")
+    completion_tokens_used: int = Field(default=0, ge=0, description="Of those, completion tokens.")
     question: str = Field(default="", description="The question researched (narrowed by a clarification).")
     probe: list[ContextChunk] = Field(default_factory=list, description="What a first search found (for planning).")
     probe_reports: list[SourceReport] = Field(default_factory=list, description="What each source did then.")
@@ -164,6 +170,8 @@ class DeepResearchFlow(Flow[DeepState]):
                 token_budget=self.deep.token_budget,
                 spent_s=self.deep.elapsed_s,
                 tokens_before=self.deep.tokens_used,
+                count_before=TokenCount.of(self.deep.prompt_tokens_used, self.deep.completion_tokens_used, calls=0),
+                pricing=pricing_for(self._run.settings, self._run.llm),
                 llm=self._run.llm,
                 started=self._segment_started,
             )
@@ -173,6 +181,8 @@ class DeepResearchFlow(Flow[DeepState]):
         """Write the time and tokens spent so far into the state (before a pause, at the end)."""
         self.deep.elapsed_s = self.budget.elapsed_s()
         self.deep.tokens_used = self.budget.tokens_used()
+        count = self.budget.token_count()
+        self.deep.prompt_tokens_used, self.deep.completion_tokens_used = count.prompt_tokens, count.completion_tokens
 
     def _emit(
         self,
@@ -196,6 +206,10 @@ class DeepResearchFlow(Flow[DeepState]):
             self._run.on_event(event)
         except Exception:  # a caller's callback must never break the run
             logger.exception("deep progress callback failed")
+
+    def _shape(self) -> ReportShape:
+        """The report's length and type (and a comparison's subjects, from the question researched)."""
+        return ReportShape.of(self.deep.options, self.deep.question or self._request().question)
 
     def _request(self) -> ResearchRequest:
         if self.deep.request is None:  # a bug in the runner, not a user error
@@ -294,6 +308,8 @@ class DeepResearchFlow(Flow[DeepState]):
         focus = deep.clarification_answer if deep.clarification_answer not in (None, "just answer") else None
         question = deep.question.split(" (", 1)[0] if focus else deep.question
         summary = summarize_evidence(question, deep.searched, deep.probe, deep.probe_reports)
+        shape = self._shape()
+        plan = None
         if self._run.llm is not None:
             plan = await llm_plan(
                 self._run.llm,
@@ -303,9 +319,18 @@ class DeepResearchFlow(Flow[DeepState]):
                 max_items=deep.max_subquestions,
                 focus=focus,
                 timeout_s=min(self._run.settings.deep.llm_timeout_s, max(0.5, self.budget.remaining_s())),
+                guidance=shape.guidance(),
             )
-        else:
-            plan = rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus)
+        if plan is None or plan.written_by == "rules":  # no LLM, or it failed: by rule, in the report's type
+            shaped = shaped_rule_plan(
+                question,
+                summary,
+                shape.report_type,
+                subjects=shape.subjects,
+                max_items=deep.max_subquestions,
+                focus=focus,
+            )
+            plan = shaped or plan or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus)
         deep.plan = plan.model_copy(update={"question": deep.question})
         detail: dict[str, Any] = {
             "items": [item.question for item in deep.plan.items],
@@ -398,7 +423,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 item,
                 index=position,
                 request=request,
-                preferences=self.deep.preferences,
+                preferences=self._shape().preferences(self.deep.preferences),
                 deadline_s=deadline_s,
                 budget=self.budget,
                 follower=follower,
@@ -430,7 +455,9 @@ class DeepResearchFlow(Flow[DeepState]):
         self._emit("report", "started", sub_questions=len(self.deep.results))
         plan = self.deep.approved
         assert plan is not None  # noqa: S101
-        self._first = assemble_report(self._query(), plan, self.deep.results, self._run.settings.evaluation)
+        self._first = assemble_report(
+            self._query(), plan, self.deep.results, self._run.settings.evaluation, self._shape()
+        )
         response = self._first.response
         self._emit(
             "report",
@@ -447,7 +474,7 @@ class DeepResearchFlow(Flow[DeepState]):
         assert plan is not None and first is not None  # noqa: S101
         settings = self._run.settings
         if self._run.llm is None:
-            return extractive_retry(self._query(), plan, self.deep.results, settings.evaluation)
+            return extractive_retry(self._query(), plan, self.deep.results, settings.evaluation, self._shape())
         exhausted = self.budget.exhausted(reserve_s=MIN_RETRY_S)
         if exhausted is not None:
             self.deep.not_done.append(f"The quality retry was skipped: the run's {exhausted} was reached.")
@@ -462,6 +489,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 scores.issues,
                 settings.evaluation,
                 timeout_s=min(settings.deep.llm_timeout_s, self.budget.remaining_s() - 0.5),
+                shape=self._shape(),
             )
         except Exception as error:  # the outermost guard around the model call: keep the first report
             logger.warning("the remediation retry failed; keeping the first report", exc_info=True)
@@ -523,6 +551,7 @@ class DeepResearchFlow(Flow[DeepState]):
                     references_kept=sum(1 for record in kept if record.sub_question == position),
                     elapsed_ms=result.elapsed_ms,
                     tokens=result.tokens,
+                    cost_usd=result.response.cost.usd if result.response else 0.0,
                     note=result.note,
                 )
             )
@@ -557,6 +586,10 @@ class DeepResearchFlow(Flow[DeepState]):
             partial=partial,
             not_done=deep.not_done,
             budget=self.budget.report(deep.exhausted),
+            length=deep.options.length,
+            report_type=deep.options.report_type,
+            comparison=self._shape().table(response, plan),
+            themes=self._shape().themes(response, plan),
         )
 
     @listen(check_quality)

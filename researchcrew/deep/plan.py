@@ -100,7 +100,7 @@ class _Proposal(BaseModel):
 
 
 def _plan_messages(
-    question: str, focus: str | None, evidence: Sequence[ContextChunk], max_items: int
+    question: str, focus: str | None, evidence: Sequence[ContextChunk], max_items: int, guidance: str = ""
 ) -> list[dict[str, str]]:
     titles = list(dict.fromkeys(chunk.title for chunk in evidence if chunk.title))[:20]
     material = [block("QUESTION", question)]
@@ -120,7 +120,7 @@ def _plan_messages(
             "role": "user",
             "content": "\n".join(material)
             + f"\nWrite at most {max_items} sub-questions, most fundamental first, each one self-contained (name the "
-            "subject, no pronouns), each with a short rationale.",
+            "subject, no pronouns), each with a short rationale." + (f"\n{guidance}" if guidance else ""),
         },
     ]
 
@@ -134,13 +134,15 @@ async def llm_plan(
     max_items: int,
     focus: str | None = None,
     timeout_s: float = 60.0,
+    guidance: str = "",
 ) -> ResearchPlan:
-    """The model's plan; the rule plan when the model fails or proposes nothing usable."""
+    """The model's plan; the rule plan when the model fails or proposes nothing usable. ``guidance`` (the report's
+    length and type, ``shape.ReportShape.guidance``) is added to the prompt."""
     from researchcrew.llm.replies import ask_for
 
     try:
         proposal = await ask_for(
-            llm, _plan_messages(question, focus, evidence, max_items), _Proposal, timeout_s=timeout_s
+            llm, _plan_messages(question, focus, evidence, max_items, guidance), _Proposal, timeout_s=timeout_s
         )
     except Exception:  # the outermost guard around a third-party model call: plan by rule instead
         logger.warning("the LLM could not propose a plan; planning by rule", exc_info=True)

@@ -24,6 +24,7 @@ from researchcrew.contracts import ContradictionRecord, FilteredContext, FinalRe
 from researchcrew.contracts.deep import ResearchPlan
 from researchcrew.contracts.synthesizer import AnswerDraft, AnswerKind, DraftClaim, DraftSection, SynthesizerInput
 from researchcrew.deep.research import SubQuestionResult
+from researchcrew.deep.shape import ReportShape
 from researchcrew.llm.fence import block
 from researchcrew.pipeline.evaluate.contradictions import detect_contradictions
 from researchcrew.pipeline.synthesize import prompts
@@ -198,9 +199,14 @@ def _kind(results: Sequence[SubQuestionResult]) -> AnswerKind:
 
 
 def assemble_report(
-    query: Query, plan: ResearchPlan, results: Sequence[SubQuestionResult], settings: EvaluationSettings
+    query: Query,
+    plan: ResearchPlan,
+    results: Sequence[SubQuestionResult],
+    settings: EvaluationSettings,
+    shape: ReportShape | None = None,
 ) -> ReportDraft:
-    """The first report: the sub-question answers, one section each, plus disagreements across them."""
+    """The first report: the sub-question answers, one section each, plus disagreements across them (shaped by the
+    run's length and type)."""
     index = _index(results)
     said: set[str] = set()
     sections = [
@@ -208,6 +214,7 @@ def assemble_report(
         for position, result in enumerate(results, start=1)
         for section in _answer_sections(position, result, index, said)
     ]
+    sections = (shape or ReportShape()).sections(sections)
     contradictions = cross_contradictions(index, settings)
     draft = AnswerDraft(sections=[*sections, *_cross_sections(contradictions, index.chunks)])
     response = _finish(query, index.chunks, draft, contradictions, _kind(results), _unanswered_caveats(results))
@@ -216,7 +223,11 @@ def assemble_report(
 
 
 def extractive_retry(
-    query: Query, plan: ResearchPlan, results: Sequence[SubQuestionResult], settings: EvaluationSettings
+    query: Query,
+    plan: ResearchPlan,
+    results: Sequence[SubQuestionResult],
+    settings: EvaluationSettings,
+    shape: ReportShape | None = None,
 ) -> ReportDraft:
     """The retry without an LLM: answered sub-questions as before; the others answered extractively from their
     evidence, or from their best below-threshold evidence, with a caveat."""
@@ -255,6 +266,7 @@ def extractive_retry(
                 notes.append(
                     f"Sub-question {position} is answered from weak evidence (below the usual quality threshold)."
                 )
+    sections = (shape or ReportShape()).sections(sections)
     contradictions = cross_contradictions(index, settings)
     draft = AnswerDraft(sections=[*sections, *_cross_sections(contradictions, index.chunks)])
     answered_now = {
@@ -289,7 +301,7 @@ def _retry_evidence(results: Sequence[SubQuestionResult]) -> EvidenceIndex:
 
 
 def _retry_messages(
-    question: str, plan: ResearchPlan, evidence: Sequence[ScoredChunk], issues: Sequence[str]
+    question: str, plan: ResearchPlan, evidence: Sequence[ScoredChunk], issues: Sequence[str], guidance: str = ""
 ) -> list[dict[str, str]]:
     plan_lines = "\n".join(f"{position}. {item.question}" for position, item in enumerate(plan.items, start=1))
     blocks = "\n\n".join(
@@ -306,7 +318,8 @@ def _retry_messages(
             f"the evidence blocks 1 to {len(evidence)} only. A reviewer found the problems listed in the review "
             "block in the previous report: fix them. Write one section per sub-question, in plan order, its heading "
             'exactly the sub-question\'s number, a full stop, a space and the sub-question ("2. How ..."). Every '
-            "statement cites the blocks that support it. Leave out a sub-question the evidence does not address.",
+            "statement cites the blocks that support it. Leave out a sub-question the evidence does not address."
+            + (f" {guidance}" if guidance else ""),
             prompts.OUTPUT_FORMAT,
         ]
     )
@@ -323,6 +336,7 @@ async def llm_retry(
     settings: EvaluationSettings,
     *,
     timeout_s: float,
+    shape: ReportShape | None = None,
 ) -> ReportDraft:
     """The retry with an LLM: the whole report rewritten from the evidence with the issues as instructions.
     Raises what the model call raises (the caller keeps the first report then)."""
@@ -330,7 +344,10 @@ async def llm_retry(
 
     index = _retry_evidence(results)
     draft = await ask_for(
-        llm, _retry_messages(query.text, plan, index.chunks, issues), AnswerDraft, timeout_s=timeout_s
+        llm,
+        _retry_messages(query.text, plan, index.chunks, issues, shape.guidance() if shape else ""),
+        AnswerDraft,
+        timeout_s=timeout_s,
     )
     contradictions = cross_contradictions(index, settings)
     shown = {
@@ -341,6 +358,7 @@ async def llm_retry(
         for record in contradictions
         if not (index.number(record.chunk_id_a) in shown and index.number(record.chunk_id_b) in shown)
     ]
-    draft = AnswerDraft(sections=[*draft.sections, *_cross_sections(missing, index.chunks)])
+    shaped = (shape or ReportShape()).sections(draft.sections)
+    draft = AnswerDraft(sections=[*shaped, *_cross_sections(missing, index.chunks)])
     response = _finish(query, index.chunks, draft, contradictions, "generated", [])
     return ReportDraft(response, index.chunks, contradictions)

@@ -86,8 +86,8 @@ async def research_sub_question(
         deadline_s=min(max(deadline_s, 0.5), MAX_DEADLINE_S),
         allow_clarification=False,
     )
-    flow = ResearchFlow(flow_stages)
-    response = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
+    flow = ResearchFlow(flow_stages, state)
+    response = await flow.kickoff()
     if not isinstance(response, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"the sub-question Flow ended without an answer (got {type(response).__name__})")
     evaluation = flow.research.evaluation

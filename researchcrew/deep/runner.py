@@ -13,7 +13,8 @@ the run (one process wins) and continues it to its next pause or its end. Both m
 and after a restart: the pause lives in the memory database. ``research(..., options=DeepOptions(auto_approve=True))``
 runs to the end without pausing (batch jobs, ``--yes``). ``research_stream``/``resume_research_stream`` yield the
 progress events and then the run. The method names are the operations' names at every door (SDK, CLI, HTTP
-handlers): research, get_research_run, answer_clarification, decide_plan, resume_research, cancel_research.
+handlers): research, get_research_run, answer_clarification, decide_plan, resume_research, cancel_research,
+export_report (a completed run's report as Markdown, HTML, PDF or DOCX).
 Mistakes are named errors (``errors.DeepRunNotFoundError``, ``DeepRunForbiddenError``, ``DeepRunStateError``,
 ``DeepRunExpiredError``, ``PlanDecisionError``), each with one line saying what to do; the HTTP layer maps them to
 404 (another user's run too, like an unknown id), 409, 410 and 422.
@@ -33,11 +34,20 @@ from crewai.flow.async_feedback.types import HumanFeedbackPending, PendingFeedba
 
 from researchcrew.contracts import MemoryInput, Query, UserPreferences
 from researchcrew.contracts.clarification import ClarificationAnswer, ClarificationRequest
-from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepReport, DeepRun, PlanDecision, ResearchPlan
+from researchcrew.contracts.deep import (
+    DeepOptions,
+    DeepProgressEvent,
+    DeepReport,
+    DeepRun,
+    ExportFormat,
+    PlanDecision,
+    ResearchPlan,
+)
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
 from researchcrew.deep.persistence import DeepRuns, StagedFlowPersistence
 from researchcrew.deep.plan import apply_decision
+from researchcrew.deep.shape import ReportShape
 from researchcrew.deep.store import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.errors import (
     DeepRunExpiredError,
@@ -50,6 +60,7 @@ from researchcrew.pipeline.progress import events_then_result
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.deep.export import ExportedReport
     from researchcrew.pipeline.stages import MemoryScheduler, ResearchStages
     from researchcrew.settings import Settings
     from researchcrew.tools.base import Tool
@@ -113,7 +124,9 @@ class DeepResearch:
             preferences=await self._preferences(request),
             deadline_s=options.deadline_s or deep.deadline_s,
             token_budget=options.token_budget or deep.token_budget,
-            max_subquestions=options.max_subquestions or deep.max_subquestions,
+            max_subquestions=ReportShape.of(options, request.question).plan_size(
+                options.max_subquestions, deep.max_subquestions
+            ),
         )
         async with self._open() as resources:
             persistence = StagedFlowPersistence()
@@ -140,6 +153,20 @@ class DeepResearch:
     async def get_research_run(self, run_id: str, *, user_id: str) -> DeepRun:
         """The run as it is now."""
         return view(await self._owned(run_id, user_id))
+
+    async def export_report(self, run_id: str, *, user_id: str, format: ExportFormat | str = "md") -> ExportedReport:
+        """The finished run's report as Markdown, HTML, PDF or DOCX (``DeepRunStateError`` while it is not
+        completed; ``ConfigurationError`` for an unknown format)."""
+        from researchcrew.deep.export import export_report, format_for
+
+        chosen = format_for(None, format)  # a bad format fails before the store is read
+        record = await self._owned(run_id, user_id)
+        if record.status != "completed" or not record.report:
+            raise DeepRunStateError(
+                f"deep run {run_id!r} is {view(record).status}; only a completed run has a report to export"
+            )
+        report = DeepReport.model_validate(record.report)
+        return await asyncio.to_thread(export_report, report, chosen)  # PDF and DOCX writing is CPU work
 
     # ---- feedback ---------------------------------------------------------------------------------------------------
     async def answer_clarification(self, run_id: str, *, user_id: str, answer: ClarificationAnswer | str) -> DeepRun:
@@ -388,6 +415,7 @@ def view(record: DeepRunRecord) -> DeepRun:
         feedback_received=paused and record.feedback is not None,
         clarification=clarification,
         plan=plan,
+        options=DeepOptions.model_validate(state["options"]) if state.get("options") else None,
         report=report,
         error=record.error,
         created_at=record.created_at,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote
 
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.synthesizer import Citation
 from researchcrew.jobs.contracts import QuestionResult, RunInfo
 
@@ -44,7 +45,7 @@ _TARGET_UNSAFE = frozenset("()<>[]\\\"'`")  # what ends a Markdown link target e
 
 def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
     header = ["index", "question", *columns, "status", "answer", "confidence_level", "confidence", "citation_count"]
-    header += ["sources_used", "sources_failed", "failure"]
+    header += ["sources_used", "sources_failed", "failure", "cost_usd"]
     for number in range(1, CSV_CITATIONS + 1):
         header += [f"citation_{number}_title", f"citation_{number}_url"]
     rows: list[list[object]] = []
@@ -61,6 +62,7 @@ def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
             "; ".join(result.sources_used),
             "; ".join(f"{entry['source']}: {entry['kind']}" for entry in result.sources_failed),
             result.failure.message if result.failure is not None else "",
+            _cost_cell(result),
         ]
         citations = list(response.citations[:CSV_CITATIONS]) if response is not None else []
         for number in range(CSV_CITATIONS):
@@ -68,6 +70,19 @@ def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
             row += [citation.title or "" if citation else "", _link(citation) if citation else ""]
         rows.append(row)
     return csv_table(header, rows)
+
+
+def run_cost(results: Sequence[QuestionResult]) -> AnswerCost:
+    """What the run's answers cost together: unknown when any answer's price is unknown."""
+    return sum((result.response.cost for result in results if result.response is not None), AnswerCost())
+
+
+def _cost_cell(result: QuestionResult) -> str:
+    """A question's cost in US dollars; "unknown" when its model has no price; empty without an answer."""
+    if result.response is None:
+        return ""
+    usd = result.response.cost.usd
+    return "unknown" if usd is None else f"{usd:.6f}"
 
 
 def csv_table(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
@@ -180,6 +195,7 @@ def to_markdown(
     if run.source_failures:
         failures = "; ".join(f"{f.source} {f.kind} ×{f.count}" for f in run.source_failures)
         lines.append(f"- **Sources that failed:** {failures}")
+    lines.append(f"- **Cost:** {run_cost(results).summary()}")
     lines += ["", "## Summary", "", "| # | Question | Status | Confidence | Citations | Sources used | Failed |"]
     lines.append("|---|---|---|---|---|---|---|")
     for result in results:

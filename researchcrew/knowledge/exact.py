@@ -44,12 +44,18 @@ def _words(text: str) -> frozenset[str]:
 
 def name_forms(text: str, only: Set[str] | None = None) -> set[str]:
     """The words ``text`` writes as a name or identifier (module docstring), lowercased; with ``only``, just those
-    of them (the same answer as ``name_forms(text) & only``, without judging every other word of a long text)."""
+    of them (``name_forms(text) & only``)."""
+    names = _name_forms(text)
+    return set(names) if only is None else {name for name in names if name in only}
+
+
+@lru_cache(maxsize=4_096)
+def _name_forms(text: str) -> frozenset[str]:
+    """``name_forms``, remembered per text: every search judges the same candidate chunks again, and judging each
+    word of each chunk was most of a warm search's own time (issue 20 item 7)."""
     names: set[str] = set()
     for match in _WORD.finditer(text):
         word = match.group()
-        if only is not None and word.lower() not in only:
-            continue
         if len(word) < _SHORT or word.isdigit():
             continue
         if (
@@ -59,7 +65,7 @@ def name_forms(text: str, only: Set[str] | None = None) -> set[str]:
             or (word[0].isupper() and not _SENTENCE_END.search(text[max(0, match.start() - 4) : match.start()]))
         ):
             names.add(word.lower())
-    return names
+    return frozenset(names)
 
 
 def exact_terms(query: str, text: str, title: str = "") -> set[str]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -145,18 +146,18 @@ class Searcher:
         if rerank if rerank is not None else self.settings.rerank.enabled:
             scored = self._rerank(text, scored)
         now = self._today()
-        hits: list[SearchHit] = []
+        ranked: list[_Ranked] = []
         seen: set[str] = set()
         for item in scored:
             if item.relevance < min_relevance:
                 continue
-            hit = _to_hit(item, hint, now, self.settings.recency_boost)
-            if hit.chunk_id in seen:  # the same content under two source keys: show it once
+            chunk_id = str(item.candidate.row.get(schema.CHUNK_ID, ""))
+            if chunk_id in seen:  # the same content under two source keys: show it once
                 continue
-            seen.add(hit.chunk_id)
-            hits.append(hit)
-        hits.sort(key=lambda hit: hit.scores.final, reverse=True)
-        return hits[:top_k]
+            seen.add(chunk_id)
+            ranked.append(_ranked(item, hint, now, self.settings.recency_boost))
+        ranked.sort(key=lambda entry: entry.final, reverse=True)
+        return [_to_hit(entry) for entry in ranked[:top_k]]  # only the hits returned are built (issue 20 item 7)
 
     # Steps -----------------------------------------------------------------------------------------------------
     def _candidates(self, request: fusion.Request, expression: str) -> dict[str, fusion.Candidate]:
@@ -167,12 +168,19 @@ class Searcher:
                 candidate.dense, candidate.dense_rank = float(row["distance"]), rank
         every_match = False  # whether the BM25 side returned every chunk holding a query term
         if request.analysed:
-            rows = self._store.search_bm25(request.analysed, request.pool, expression)
+            # In hybrid mode the BM25 side brings its rows' vectors too: the cosine of a chunk the dense side did not
+            # return is computed here instead of in another call to fetch them (issue 20 item 7: fewer round trips).
+            hybrid = request.mode == "hybrid" and request.vector is not None
+            fields = [*schema.OUTPUT_FIELDS, schema.DENSE] if hybrid else schema.OUTPUT_FIELDS
+            rows = self._store.search_bm25(request.analysed, request.pool, expression, fields=fields)
             every_match = len(rows) < request.pool
+            query = fusion.unit(request.vector) if hybrid and request.vector is not None else None
             for rank, row in enumerate(rows):
                 candidate = candidates.setdefault(str(row[schema.PK]), fusion.Candidate.from_row(row))
                 # Milvus Lite reports BM25 as a negative distance, a server as a positive score; BM25 is >= 0.
                 candidate.bm25, candidate.bm25_rank = abs(float(row["distance"])), rank
+                if query is not None and candidate.dense is None and row.get(schema.DENSE) is not None:
+                    candidate.dense = fusion.cosine(query, row[schema.DENSE])
         if request.mode == "hybrid":
             self._complete(request, candidates, bm25_complete=every_match)
         return candidates
@@ -192,7 +200,8 @@ class Searcher:
         no_bm25 = [pk for pk, candidate in candidates.items() if candidate.bm25 is None]
         if no_bm25 and request.analysed and not bm25_complete:
             restrict = f"{schema.PK} in [{', '.join(schema.quote(pk) for pk in no_bm25)}]"
-            for row in self._store.search_bm25(request.analysed, len(no_bm25), restrict):
+            # Scores only: these candidates' fields came with the dense side (a fifth of the call's time here).
+            for row in self._store.search_bm25(request.analysed, len(no_bm25), restrict, fields=[schema.PK]):
                 candidates[str(row[schema.PK])].bm25 = abs(float(row["distance"]))
         for candidate in candidates.values():
             if candidate.bm25 is None:
@@ -252,13 +261,30 @@ def recency_boost(date: datetime | None, now: datetime, weight: float) -> float:
     return weight * math.pow(0.5, age_days / RECENCY_HALF_LIFE_DAYS)
 
 
-def _to_hit(item: fusion.Scored, hint: DateHint | None, now: datetime, weight: float) -> SearchHit:
-    row = item.candidate.row
-    source_date = schema.from_epoch(row.get(schema.DATE))
+@dataclass(frozen=True)
+class _Ranked:
+    """A candidate with its ranking score, before it is built into a ``SearchHit``."""
+
+    item: fusion.Scored
+    source_date: datetime | None
+    boost: float
+    in_period: bool | None
+    final: float
+
+
+def _ranked(item: fusion.Scored, hint: DateHint | None, now: datetime, weight: float) -> _Ranked:
+    source_date = schema.from_epoch(item.candidate.row.get(schema.DATE))
     boost = recency_boost(source_date, now, weight)
     in_period = item.candidate.in_period if hint is not None else None
     # Within a hinted search, in-period evidence ranks ahead of equally relevant evidence from elsewhere.
     hint_bonus = fusion.DATE_HINT_BONUS if in_period else 0.0
+    final = (item.rerank_order if item.rerank is not None else item.fused) + boost + hint_bonus
+    return _Ranked(item, source_date, boost, in_period, final)
+
+
+def _to_hit(ranked: _Ranked) -> SearchHit:
+    item, source_date, boost, in_period = ranked.item, ranked.source_date, ranked.boost, ranked.in_period
+    row = item.candidate.row
     return SearchHit(
         chunk_id=str(row.get(schema.CHUNK_ID, "")),
         doc_id=str(row.get(schema.DOC_ID, "")),
@@ -279,7 +305,7 @@ def _to_hit(item: fusion.Scored, hint: DateHint | None, now: datetime, weight: f
             fused=item.fused,
             rerank=item.rerank,
             recency=boost,
-            final=(item.rerank_order if item.rerank is not None else item.fused) + boost + hint_bonus,
+            final=ranked.final,
         ),
         date_hint_match=in_period,
         exact_terms=list(item.candidate.exact_terms),

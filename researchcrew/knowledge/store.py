@@ -12,6 +12,7 @@ the message, and bounds each call by ``settings.milvus.timeout_s``.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -90,6 +91,25 @@ def _skip_per_character_string_check() -> None:
 
     if getattr(entity_helper, "CHECK_STR_ARRAY", None) is True:
         entity_helper.CHECK_STR_ARRAY = False
+
+
+def _skip_scipy_probe() -> None:
+    """Spare the first search of a process pymilvus' import of ``scipy.sparse``.
+
+    pymilvus 3 asks of every search's query data whether it is a SciPy sparse matrix (``SciPyHelper``), and to ask
+    it imports ``scipy.sparse`` on first use: about a fifth of a second of a one-off ``researchcrew ask`` (issue 19)
+    for a question whose answer here is always no (we send text and lists of floats; sparse vectors are made by
+    Milvus' BM25 function). The helper is told SciPy's sparse classes are absent, as it would find on a machine
+    without SciPy. When ``scipy.sparse`` is already imported (another library uses it), nothing changes.
+    """
+    from pymilvus.client import utils
+
+    helper = getattr(utils, "SciPyHelper", None)
+    if helper is None or getattr(helper, "_checked", True) or "scipy.sparse" in sys.modules:
+        return
+    helper._matrix_available = False
+    helper._array_available = False
+    helper._checked = True
 
 
 _PAGE = 4096  # rows per query page (Milvus caps one query at 16,384)
@@ -181,6 +201,7 @@ class CollectionStore:
         from pymilvus import MilvusClient
 
         _skip_per_character_string_check()  # once per process is enough; every later connect finds it done
+        _skip_scipy_probe()
         milvus = self._settings.milvus
         if self.lite:
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -384,13 +405,22 @@ class CollectionStore:
         params = schema.dense_search_params(lite=self.lite, limit=limit)
         return self._search(schema.DENSE, [vector], limit, expression, params)
 
-    def search_bm25(self, analysed_query: str, limit: int, expression: str) -> list[dict[str, Any]]:
+    def search_bm25(
+        self, analysed_query: str, limit: int, expression: str, fields: Sequence[str] = schema.OUTPUT_FIELDS
+    ) -> list[dict[str, Any]]:
+        """BM25 hits with ``fields`` (all a hit needs by default; a score-only lookup asks for the key alone)."""
         if not analysed_query.strip():
             return []  # nothing to match (a query of stop words only)
-        return self._search(schema.SPARSE, [analysed_query], limit, expression, {"metric_type": "BM25"})
+        return self._search(schema.SPARSE, [analysed_query], limit, expression, {"metric_type": "BM25"}, fields)
 
     def _search(
-        self, field: str, data: list[Any], limit: int, expression: str, params: dict[str, Any]
+        self,
+        field: str,
+        data: list[Any],
+        limit: int,
+        expression: str,
+        params: dict[str, Any],
+        fields: Sequence[str] = schema.OUTPUT_FIELDS,
     ) -> list[dict[str, Any]]:
         result = self._call(
             f"search {field}",
@@ -400,7 +430,7 @@ class CollectionStore:
                 anns_field=field,
                 limit=limit,
                 filter=expression,
-                output_fields=schema.OUTPUT_FIELDS,
+                output_fields=list(fields),
                 search_params=params,
                 **kw,
             ),

@@ -18,6 +18,7 @@ reports no usage counts as a call with zero tokens; a call that fails reports no
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,11 @@ class UsageMeter:
         Both are context variables, so neither leaks into other questions."""
         if name not in USAGE_STAGES:
             raise ValueError(f"unknown usage stage {name!r}; expected one of {USAGE_STAGES}")
+        if "crewai" not in sys.modules:
+            # No crewAI LLM exists in this process (the LLM is built before a run starts), so this stage makes no
+            # LLM call to count: an extractive answer does not import crewAI for nothing (issue 19).
+            yield
+            return
         from crewai.events.stream_context import add_stream_sink, reset_stream_sinks
         from crewai.events.utils.console_formatter import set_suppress_console_output, should_suppress_console_output
 

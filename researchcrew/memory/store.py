@@ -46,6 +46,7 @@ from researchcrew.db.models import (
     PreferencesRow,
     RelationshipRow,
     SessionSummaryRow,
+    UsageRow,
     UserStateRow,
 )
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
@@ -619,6 +620,11 @@ class MemoryStore:
                     select(DeepRunRow.__table__).where(DeepRunRow.user_id == user_id).order_by(DeepRunRow.created_at)
                 )
             ).all()
+            usage = (
+                await session.execute(
+                    select(UsageRow.__table__).where(UsageRow.user_id == user_id).order_by(UsageRow.at, UsageRow.id)
+                )
+            ).all()
             chat_sessions = (
                 await session.execute(
                     select(ChatSessionRow.session_id, ChatSessionRow.title, ChatSessionRow.created_at)
@@ -637,6 +643,7 @@ class MemoryStore:
             "session_summaries": [s.model_dump(mode="json") for s in sessions],
             "outbox": [i.model_dump(mode="json") for i in outbox],
             "deep_runs": [_json_row(row) for row in deep_runs],
+            "usage": [_json_row(row) for row in usage],
             "sessions": [
                 {"session_id": sid, "title": title, "created_at": created.isoformat()}
                 for sid, title, created in chat_sessions
@@ -663,6 +670,7 @@ class MemoryStore:
                 ("outbox", OutboxRow),
                 ("deep_runs", DeepRunRow),
                 ("sessions", ChatSessionRow),  # the chat service's session titles
+                ("usage", UsageRow),  # what each answer spent (the usage view and the budget)
             ):
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))

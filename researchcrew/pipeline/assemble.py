@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from researchcrew.contracts import ContextChunk, FinalResponse, MemoryInput
+from researchcrew.llm.pricing import Pricing
 from researchcrew.pipeline.reformulate import deterministic_reformulation, llm_reformulation
 from researchcrew.pipeline.stages import ResearchStages
 from researchcrew.settings import Settings
@@ -86,7 +87,15 @@ def assemble_stages(
         memory_unavailable=memory_unavailable,
         support=EmbeddingSupport(embedder, settings.confidence) if embedder is not None else relevance_support,
         confidence=settings.confidence,
+        pricing=pricing_for(settings, llm),
     )
+
+
+def pricing_for(settings: Settings, llm: BaseLLM | None) -> Pricing:
+    """Prices for the configured model, or for the model a given LLM object names."""
+    if settings.llm.model is None and llm is not None and isinstance(getattr(llm, "model", None), str):
+        return Pricing.from_settings(settings.llm.model_copy(update={"model": llm.model}))
+    return Pricing.from_settings(settings.llm)
 
 
 def _follow_up(
@@ -130,16 +139,20 @@ def default_tools(
     limits: SharedLimits | None = None,
     memory_unavailable: str | None = None,
 ) -> list[Tool]:
-    """The built-in sources named in ``settings.enabled_sources``, in that order. Memory recall uses Zep when the
+    """The built-in sources named in ``settings.enabled_sources``, in that order, then the crewai-tools sources
+    named in ``settings.extra_sources`` (``tools/extra_sources.py``; a missing key raises ``ConfigurationError``
+    before anything is built). Memory recall uses Zep when the
     Zep backend is configured, else the built-in store; when the store could not be opened (``memory_unavailable``
     says why), memory stays in the fan-out as a source that reports that failure. ``limits`` shares arXiv's pacing
     and the Firecrawl cap with other processes (through Redis, when configured)."""
     from researchcrew.tools.arxiv import ArxivTool
+    from researchcrew.tools.extra_sources import build_extra_sources
     from researchcrew.tools.memory_recall import MemoryTool
     from researchcrew.tools.rag import RAGTool
     from researchcrew.tools.unavailable import UnavailableSource
     from researchcrew.tools.web import WebSearchTool
 
+    extras = build_extra_sources(settings)  # first: a configuration mistake stops the start before anything opens
     firecrawl_lease_s = settings.firecrawl.effective_timeout_s + 10  # a killed holder's slot comes back after this
     cap = limits.cap("firecrawl", settings.firecrawl.max_concurrent, lease_s=firecrawl_lease_s) if limits else None
     pacer = limits.pacer("arxiv", settings.arxiv.min_interval_s) if limits else None
@@ -155,4 +168,4 @@ def default_tools(
         built["memory"] = UnavailableSource(
             "memory", MemoryTool.name, kind="unreachable", reason=f"{memory_unavailable} (retried later)"
         )
-    return [built[name] for name in settings.enabled_sources if name in built]
+    return [built[name] for name in settings.enabled_sources if name in built] + list(extras)

@@ -1,6 +1,6 @@
 """ResearchFlow: one question through guard → rewrite (a follow-up made stand-alone) → retrieve → evaluate →
 confidence → (reformulate → retrieve, at most twice) → (clarify?) → synthesize → validate citations → remember →
-respond, as a crewAI Flow with typed state.
+respond, as a Flow with typed state.
 
 The ``clarify`` stage may ask clarifying questions instead of answering (seed 004) when the *question* is too vague
 or too broad to answer well (``pipeline.vagueness``); it is considered once, on the first evidence, before any
@@ -17,8 +17,9 @@ A rewritten follow-up is what the sources, the Evaluator and the Synthesizer see
 memory stores stay the question as the user asked it, and ``FinalResponse.rewrite`` says what was researched. The
 tokens the LLM stages spend are counted per stage (``llm.usage.UsageMeter``) into ``FinalResponse.token_usage``.
 
-crewAI's own memory stays off (``_skip_auto_memory``: it would build a LanceDB store on first use) and Flow events
-are suppressed, so nothing is printed and no tracing is set up.
+The Flow runs on ``pipeline.routing`` (crewAI's routing rules without crewAI's runtime): the pipeline needs no
+crewAI to route, so an extractive answer never imports crewAI (issue 19); crewAI comes in with an LLM, where the
+stages use it.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from uuid import uuid4
 
-from crewai.flow.flow import Flow, FlowState, listen, or_, router, start
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from researchcrew.contracts import (
     AggregatedContext,
@@ -57,6 +58,7 @@ from researchcrew.pipeline.clarify import ClarificationInput, clarification_resp
 from researchcrew.pipeline.guard import check_question
 from researchcrew.pipeline.progress import ProgressReporter, reporting
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
+from researchcrew.pipeline.routing import Flow, listen, or_, router, start
 from researchcrew.pipeline.support import Support
 from researchcrew.pipeline.synthesize.confidence import coverage_metrics
 
@@ -69,12 +71,12 @@ MAX_REFORMULATIONS = 2
 _T = TypeVar("_T")
 
 
-class ResearchState(FlowState):
-    """Everything one run knows. Inputs first; the rest is filled in stage by stage. ``id`` (the run id) comes
-    from crewAI's ``FlowState``; subclassing it also spares crewAI from building a new state class per run (a
-    plain BaseModel state is wrapped in a fresh ``FlowState`` subclass on every Flow construction: ~8 ms)."""
+class ResearchState(BaseModel):
+    """Everything one run knows. Inputs first; the rest is filled in stage by stage."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    id: str = Field(default_factory=lambda: str(uuid4()), description="The run id (progress events carry it).")
 
     request: ResearchRequest | None = Field(default=None, description="What the caller asked for, unchanged.")
     query: Query | None = Field(default=None, description="The question as received (id, text, user, session).")
@@ -107,15 +109,12 @@ class ResearchState(FlowState):
     memory_status: MemoryWriteStatus = Field(default="not_remembered", description="What happens to this exchange.")
 
 
-class ResearchFlow(Flow[ResearchState]):
-    """The research pipeline. Build one per question with ``ResearchFlow.for_question(...)``."""
+class ResearchFlow(Flow):
+    """The research pipeline for one question: ``await ResearchFlow(stages, state).kickoff()`` (or
+    ``run_question``)."""
 
-    _skip_auto_memory: bool = True  # crewAI's own memory is not used (see module docstring)
-
-    def __init__(self, stages: ResearchStages, **kwargs: Any) -> None:
-        kwargs.setdefault("suppress_flow_events", True)
-        kwargs.setdefault("tracing", False)
-        super().__init__(**kwargs)
+    def __init__(self, stages: ResearchStages, state: ResearchState) -> None:
+        self.state = state
         self._stages = stages
         self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
         self._failures: dict[str, SourceReport] = {}  # tool name → its first failure in this run
@@ -126,8 +125,8 @@ class ResearchFlow(Flow[ResearchState]):
     # Helpers -----------------------------------------------------------------------------------------------
     @property
     def research(self) -> ResearchState:
-        """The typed state (crewAI's ``state`` is untyped for the type checker)."""
-        return cast(ResearchState, self.state)
+        """The run's state (``state``; the name the stages' code has used since the Flow was crewAI's)."""
+        return self.state
 
     def remaining_s(self) -> float:
         return self.research.deadline_s - (time.monotonic() - self.research.started_at)
@@ -593,7 +592,8 @@ class ResearchFlow(Flow[ResearchState]):
                 "memory_status": self.state.memory_status,
                 "query": self._query(),
                 "rewrite": self.research.rewrite,
-                "token_usage": self._meter.usage(),
+                "token_usage": (usage := self._meter.usage()),
+                "cost": self._stages.pricing.cost(usage),
             }
         )
         self.state.response = response
@@ -615,7 +615,6 @@ async def run_question(
     ``started_at`` (``time.monotonic()``) is when the caller started on the question: the run's deadline counts
     from then (default: now), so that a door's own work before the Flow is inside the budget too."""
     flow_stages = stages.with_event_callback(on_event) if on_event else stages
-    flow = ResearchFlow(flow_stages)
     state = ResearchState(
         request=request,
         query=Query(text=request.question, user_id=request.user_id, session_id=request.session_id),
@@ -626,10 +625,11 @@ async def run_question(
     )
     # Sources and answer text are reported from inside the stages (pipeline/progress.py): the reporter travels in
     # a context variable that the Flow's tasks inherit.
-    reporter = ProgressReporter(flow.state.id, state.started_at, flow_stages.on_event) if on_event else None
+    flow = ResearchFlow(flow_stages, state)
+    reporter = ProgressReporter(state.id, state.started_at, flow_stages.on_event) if on_event else None
     with reporting(reporter):
-        result = await flow.kickoff_async(inputs=state.model_dump(exclude={"id"}))
-    if flow.retrieved_at is not None:  # what the next runs' retrieval leaves for the stages after it (and crewAI's)
+        result = await flow.kickoff()
+    if flow.retrieved_at is not None:  # what the next runs' retrieval leaves for the stages after it
         stages.after_retrieval.record(time.monotonic() - flow.retrieved_at)
     if not isinstance(result, FinalResponse):  # a routing bug, not a user error
         raise RuntimeError(f"ResearchFlow ended without an answer (got {type(result).__name__})")

@@ -31,6 +31,7 @@ from researchcrew.contracts import (
     SynthesizerOutput,
 )
 from researchcrew.errors import MemoryStoreError
+from researchcrew.llm.pricing import Pricing
 from researchcrew.memory.records import SessionSummary
 from researchcrew.pipeline.clarify import Clarifier, never_clarify
 from researchcrew.pipeline.follow_up.base import (
@@ -144,6 +145,8 @@ class ResearchStages:
     # How well each piece of evidence supports the question (see pipeline/support.py), and the bands it feeds.
     support: SupportScorer = relevance_support
     confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
+    # What the LLM stages' tokens cost (FinalResponse.cost); without a model every token is "price unknown".
+    pricing: Pricing = field(default_factory=lambda: Pricing(None))
 
     def with_event_callback(self, on_event: Callable[[ProgressEvent], None]) -> ResearchStages:
         return dataclasses.replace(self, on_event=on_event)

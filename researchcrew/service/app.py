@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
+from starlette.routing import Route
 
 from researchcrew.redaction import install_log_redaction, remember_settings_secrets
 from researchcrew.runtime import Runtime, open_runtime
@@ -28,6 +29,7 @@ from researchcrew.service.batch import ServiceBatch
 from researchcrew.service.body_limit import BodyLimit
 from researchcrew.service.chat_sessions import ChatSessions
 from researchcrew.service.input_checks import check_request_input
+from researchcrew.service.mcp_http import MCP_PATH, McpEndpoint
 from researchcrew.service.problems import install_problem_handlers
 from researchcrew.service.state import ServiceState
 from researchcrew.service.throttle import Throttle
@@ -65,7 +67,10 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
                 jobs=batch.jobs,
             )
             logger.info("researchcrew service ready (auth %s)", "on" if settings.service.auth else "off")
-            yield
+            async with mcp_endpoint.running(
+                app.state.service
+            ):  # the MCP session manager runs inside the app's lifespan
+                yield
         finally:
             state = getattr(app.state, "service", None)
             app.state.service = None
@@ -96,7 +101,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
     from researchcrew.service import openai_compat, web
-    from researchcrew.service.routes import deep_runs, direct, health, messages, sessions
+    from researchcrew.service.routes import deep_runs, direct, health, messages, sessions, usage
 
     for router in (
         health.router,
@@ -105,12 +110,15 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         openai_compat.router,
         deep_runs.router,
         direct.router,  # the service client's: the SDK's service_url and the CLI's commands
+        usage.router,
     ):
         app.include_router(router)
     from researchcrew.service.routes import jobs, kickoff
 
     app.include_router(jobs.router)  # batch jobs and runs
     app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
+    mcp_endpoint = McpEndpoint(app)  # the MCP server over streamable HTTP, behind the same API keys
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp_endpoint, include_in_schema=False))
     web.install(app)  # the web page at / and its static files
     return app
 

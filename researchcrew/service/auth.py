@@ -48,6 +48,12 @@ def local_socket_user(service: Service, request: Request) -> User | None:
     return User(user_id=named, local=True)
 
 
+async def bearer_credentials(request: Request) -> HTTPAuthorizationCredentials | None:
+    """The request's ``Authorization: Bearer`` credentials (None without them), for an endpoint outside FastAPI's
+    dependency injection (``/mcp``, ``researchcrew.service.mcp_http``)."""
+    return await _bearer(request)
+
+
 async def authenticated_user(
     service: Service,
     request: Request,

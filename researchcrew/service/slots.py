@@ -15,12 +15,34 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 
+from researchcrew.memory.usage_ledger import month_start
 from researchcrew.service.problems import ApiProblem
 from researchcrew.service.state import ServiceState
 from researchcrew.service.throttle import QuestionSlot
 
 LEASE_MARGIN_S = 60.0  # a slot outlives the work's deadline by this much (then it expires by itself)
+
+
+async def check_budget(service: ServiceState, user_id: str) -> None:
+    """402 when ``user_id``'s priced answers this calendar month have cost the monthly budget or more."""
+    budget = service.settings.service.monthly_budget_usd
+    if budget is None:
+        return
+    ledger = await service.runtime.usage_ledger()
+    if ledger is None:
+        return
+    now = datetime.now(UTC)
+    spent = await ledger.spent_since(user_id, month_start(now))
+    if spent >= budget:
+        renews = (month_start(now) + timedelta(days=32)).replace(day=1)
+        raise ApiProblem(
+            402,
+            f"Your monthly budget of ${budget:.2f} (RESEARCHCREW_SERVICE__MONTHLY_BUDGET_USD) is spent: your answers "
+            f"cost ${spent:.2f} this month. It renews on {renews:%Y-%m-%d} (UTC).",
+            kind="budget-exhausted",
+        )
 
 
 @asynccontextmanager
@@ -34,6 +56,7 @@ async def question_slot(
 ) -> AsyncIterator[QuestionSlot]:
     """A place for one more working question or deep-run segment of ``user_id``, held for ``lease_s`` (the work's
     deadline) at most; with ``session_id``, the session is touched (its ``question`` shown as its latest)."""
+    await check_budget(service, user_id)
     slot = await service.throttle.question_slot(user_id, lease_s=lease_s + LEASE_MARGIN_S)
     if slot is None:
         limit = service.settings.service.max_concurrent_questions

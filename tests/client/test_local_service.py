@@ -85,9 +85,9 @@ def test_each_command_answers_the_same_through_the_service_as_in_process(
 
 def test_the_thin_path_imports_no_heavy_library(served: ServeProcess, demo_folder: tuple[Path, dict[str, str]]) -> None:
     _, env = demo_folder
-    probe = (
+    probe = (  # main(argv) returns through SystemExit (as the console script, it would end the process at once)
         "import sys\nfrom researchcrew.cli import main\n"
-        "try:\n    main()\nexcept SystemExit as end:\n    code = end.code\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as end:\n    code = end.code\n"
         f"print('LOADED', sorted(m for m in {HEAVY!r} if m in sys.modules), code, file=sys.stderr)\n"
     )
     done = subprocess.run(

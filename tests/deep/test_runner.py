@@ -247,6 +247,29 @@ async def test_the_token_budget_stops_research_and_says_so(tmp_path: Path) -> No
     assert "the run's token budget was spent" in report.not_done[-1]
 
 
+async def test_a_run_says_what_it_cost_in_total_and_per_sub_question(tmp_path: Path) -> None:
+    llm = FakeLLM([_scripted] * 40, model="openai/gpt-4o-mini")
+    async with open_runtime(settings(tmp_path), tools=[CorpusTool()], llm=llm, remember=False) as runtime:
+        run = await (await runtime.deep_research()).research(request(), DeepOptions(auto_approve=True))
+    report = run.report
+    assert report is not None
+    cost = report.budget.cost
+    prompt = sum(call.usage["prompt_tokens"] for call in llm.calls if call.usage)
+    completion = sum(call.usage["completion_tokens"] for call in llm.calls if call.usage)
+    assert cost.priced and cost.model == "gpt-4o-mini"
+    assert cost.usd == pytest.approx(prompt * 0.15e-6 + completion * 0.6e-6)  # every call of the run, priced
+    answered = [sub for sub in report.sub_questions if sub.status == "answered"]
+    assert answered and all(sub.cost_usd is not None and sub.cost_usd > 0 for sub in answered)
+    assert sum(sub.cost_usd or 0.0 for sub in report.sub_questions) <= cost.usd  # planning and report cost too
+
+
+async def test_a_run_without_an_llm_costs_nothing(tmp_path: Path) -> None:
+    async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
+        run = await (await runtime.deep_research()).research(request(), DeepOptions(auto_approve=True))
+    assert run.report is not None and run.report.budget.cost.usd == 0.0
+    assert all(sub.cost_usd == 0.0 for sub in run.report.sub_questions)
+
+
 async def test_streaming_yields_the_events_then_the_run(tmp_path: Path) -> None:
     async with open_runtime(settings(tmp_path), tools=[CorpusTool()], remember=False) as runtime:
         items = [

@@ -5,6 +5,7 @@ errors; and the plan commands typed at the prompt."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,3 +96,40 @@ def test_plan_commands_typed_at_the_prompt() -> None:
     for bad in ("cut two", "edit 2", "add", "shuffle 1,2"):
         with pytest.raises(_Decision):
             parse_plan_commands(bad, PLAN)
+
+
+def test_a_real_run_over_the_demo_corpus_exports_every_format(data_dir: Path, tmp_path: Path) -> None:
+    """The end-to-end export: a deep run over the demo corpus, offline, written as PDF by `-o`, then exported again
+    as DOCX, Markdown and HTML (one by --format) from the stored run; each file opened and read."""
+    import lxml.html
+
+    from tests.deep.export_support import docx_text, markers, pdf_text
+
+    pdf_path = tmp_path / "report.pdf"
+    options = ("--max-items", "3", "--length", "brief", "--type", "literature_review")
+    shown = run(data_dir, QUESTION, "--yes", "--json", *options, "-o", str(pdf_path))
+    finished = DeepRun.model_validate(json.loads(shown))
+    report = finished.report
+    assert report is not None and report.response.citations
+    assert (report.length, report.report_type) == ("brief", "literature_review") and report.themes
+    paths = {"pdf": pdf_path, "docx": tmp_path / "report.docx", "md": tmp_path / "out.md"}
+    run(data_dir, "--run", finished.run_id, "-o", str(paths["docx"]))
+    run(data_dir, "--run", finished.run_id, "-o", str(paths["md"]))
+    html_path = tmp_path / "page.txt"
+    run(data_dir, "--run", finished.run_id, "-o", str(html_path), "--format", "html")
+    texts = {
+        "pdf": pdf_text(paths["pdf"].read_bytes()),
+        "docx": docx_text(paths["docx"].read_bytes()),
+        "md": re.sub(r"\\(.)", r"\1", paths["md"].read_text(encoding="utf-8")),  # Markdown's escapes undone
+        "html": lxml.html.document_fromstring(html_path.read_bytes()).text_content(),
+    }
+    numbers = sorted(citation.number for citation in report.response.citations)
+    first = report.response.sections[0].claims[0].text
+    for fmt, text in texts.items():
+        assert sorted(set(markers(text))) == numbers, fmt
+        assert " ".join(first.split())[:60] in " ".join(text.split()), fmt
+        references = text.rpartition("References")[2]
+        for citation in report.response.citations:
+            assert citation.file_name is None or citation.file_name in references, (fmt, citation.file_name)
+    assert "cannot tell the report format" in run(data_dir, "--run", finished.run_id, "-o", "x.txt", code=2)
+    assert "--format needs -o" in run(data_dir, "--run", finished.run_id, "--format", "pdf", code=2)

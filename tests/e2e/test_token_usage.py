@@ -161,3 +161,26 @@ async def test_a_provider_that_reports_no_usage_counts_the_call_with_zero_tokens
     response = await ask(tmp_path, llm, CHUNKS)
     assert response.token_usage.synthesis.calls == 1
     assert (response.token_usage.synthesis.total_tokens > 0) is reported
+
+
+async def test_the_answer_says_what_its_tokens_cost_per_stage(tmp_path: Path) -> None:
+    llm = FakeLLM([GOOD], model="openai/gpt-4o-mini")
+    response = await ask(tmp_path, llm, CHUNKS)
+
+    synthesis = response.token_usage.synthesis
+    expected = synthesis.prompt_tokens * 0.15e-6 + synthesis.completion_tokens * 0.6e-6  # gpt-4o-mini's prices
+    assert response.cost.priced and response.cost.model == "gpt-4o-mini"
+    assert response.cost.stages == {"synthesis": pytest.approx(expected)}
+    assert response.cost.usd == pytest.approx(expected)
+    assert json.loads(response.model_dump_json())["cost"]["usd"] == pytest.approx(expected)
+
+
+async def test_an_unknown_model_s_answer_says_price_unknown_and_an_extractive_one_costs_nothing(
+    tmp_path: Path,
+) -> None:
+    unknown = await ask(tmp_path / "unknown", FakeLLM([GOOD]), CHUNKS)  # the FakeLLM's model has no price
+    assert unknown.token_usage.synthesis.total_tokens > 0
+    assert unknown.cost.usd is None and unknown.cost.summary().startswith("price unknown")
+
+    extractive = await ask(tmp_path / "extractive", None, CHUNKS)
+    assert extractive.cost.usd == 0.0 and extractive.cost.model is None

@@ -16,7 +16,7 @@ import pytest
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.embedding.embedder import Embedder
-from researchcrew.knowledge import fusion
+from researchcrew.knowledge import fusion, schema
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.search import Searcher
 from researchcrew.pipeline.support import EmbeddingSupport
@@ -184,9 +184,9 @@ def test_the_search_asks_milvus_for_bm25_only_when_its_side_was_cut_short(
     store = demo_kb.store
     search_bm25 = store.search_bm25
 
-    def counted_bm25(analysed: str, limit: int, expression: str) -> list[dict[str, Any]]:
+    def counted_bm25(analysed: str, limit: int, expression: str, **options: Any) -> list[dict[str, Any]]:
         calls["bm25"] += 1
-        return search_bm25(analysed, limit, expression)
+        return search_bm25(analysed, limit, expression, **options)
 
     monkeypatch.setattr(store, "search_bm25", counted_bm25)
     queries = [
@@ -214,3 +214,40 @@ def test_the_search_asks_milvus_for_bm25_only_when_its_side_was_cut_short(
             assert asked["now"] == len(queries) < asked["before"]
         else:  # cut short, the BM25 side of the other candidates is asked for (and the hits stay the same)
             assert len(queries) < asked["now"] <= asked["before"]
+
+
+def test_a_hybrid_search_takes_its_vectors_from_the_bm25_side_instead_of_fetching_them(
+    demo_kb: KnowledgeBase, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks only the BM25 side returned get their cosine from the vectors that side brought along: no third call
+    to fetch them, and the same hits and scores as when they were fetched."""
+    store = demo_kb.store
+    search_bm25, fetch = store.search_bm25, store.fetch
+    calls: Counter[str] = Counter()
+    without_vectors = False
+
+    def counted_bm25(analysed: str, limit: int, expression: str, **options: Any) -> list[dict[str, Any]]:
+        calls["bm25"] += 1
+        if without_vectors and "fields" in options:  # the search as it was: BM25 rows without their vectors
+            options["fields"] = [name for name in options["fields"] if name != schema.DENSE]
+        return search_bm25(analysed, limit, expression, **options)
+
+    def counted_fetch(pks: Any, fields: Any) -> list[dict[str, Any]]:
+        calls["fetch"] += 1
+        return fetch(pks, fields)
+
+    monkeypatch.setattr(store, "search_bm25", counted_bm25)
+    monkeypatch.setattr(store, "fetch", counted_fetch)
+    searcher = Searcher(store, lambda: embedder, RetrievalSettings(candidate_pool=4), today=lambda: TODAY)
+    fetched = 0
+    for query in ("flaky tests", "mutation testing operators", "Who wrote QuickCheck?", "oracle problem"):
+        without_vectors = False
+        calls.clear()
+        hits = searcher.search(query, top_k=5)
+        assert calls["fetch"] == 0, query
+        without_vectors = True
+        calls.clear()
+        expected = searcher.search(query, top_k=5)
+        fetched += calls["fetch"]
+        assert [hit.model_dump() for hit in hits] == [hit.model_dump() for hit in expected], query
+    assert fetched > 0  # a pool of 4 leaves BM25-only candidates, which the search as it was fetched

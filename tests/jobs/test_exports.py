@@ -270,3 +270,29 @@ def test_carried_column_names_and_values_are_text_in_the_report() -> None:
     report = to_markdown(_run(), [result])
     [line] = [line for line in report.splitlines() if "team" in line]
     assert line == "\\<script\\>x\\</script\\> team: \\[qa\\](https://evil.example)"
+
+
+# What the answers cost (issue 23) -------------------------------------------------------------------------------
+def _costing(result: QuestionResult, usd: float | None) -> QuestionResult:
+    from researchcrew.contracts.cost import AnswerCost
+
+    assert result.response is not None
+    cost = AnswerCost(model="gpt-4o-mini", usd=usd, priced=usd is not None, stages={"synthesis": usd})
+    return result.model_copy(update={"response": result.response.model_copy(update={"cost": cost})})
+
+
+def test_each_export_says_what_each_answer_and_the_run_cost() -> None:
+    import json
+
+    priced = [_costing(_result(index=0), 0.0012), _costing(_result("What is BM25?", index=1), 0.0003)]
+    rows = csv.DictReader(io.StringIO(to_csv(priced, []), newline=""))
+    assert [row["cost_usd"] for row in rows] == ["0.001200", "0.000300"]
+    assert [json.loads(line)["response"]["cost"]["usd"] for line in to_jsonl(priced).splitlines()] == [0.0012, 0.0003]
+    assert "- **Cost:** $0.001500 (gpt-4o-mini)" in to_markdown(_run(), priced)
+
+    unknown = [priced[0], _costing(_result("What is BM25?", index=1), None)]
+    assert [row["cost_usd"] for row in csv.DictReader(io.StringIO(to_csv(unknown, []), newline=""))] == [
+        "0.001200",
+        "unknown",
+    ]
+    assert "- **Cost:** price unknown (gpt-4o-mini)" in to_markdown(_run(), unknown)  # never a partial sum

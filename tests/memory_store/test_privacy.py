@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from researchcrew.contracts.cost import AnswerCost
+from researchcrew.contracts.follow_up import TokenCount
 from researchcrew.memory.records import (
     EntityMention,
     EntityRelation,
@@ -13,6 +15,7 @@ from researchcrew.memory.records import (
     StoredPreferences,
 )
 from researchcrew.memory.store import MemoryStore
+from researchcrew.memory.usage_ledger import UsageLedger
 from tests.memory_store.conftest import add
 
 
@@ -39,6 +42,13 @@ async def _remember(store: MemoryStore, user_id: str) -> str:
     await store.enqueue_outbox(
         user_id=user_id, kind="zep.add_messages", payload={"session_id": "s1"}, idempotency_key=f"{response_id}:zep"
     )
+    await UsageLedger(store.engine).record(
+        user_id=user_id,
+        kind="answer",
+        response_id=response_id,
+        tokens=TokenCount.of(100, 20),
+        cost=AnswerCost(model="gpt-4o-mini", usd=0.0001, stages={"synthesis": 0.0001}),
+    )
     return response_id
 
 
@@ -60,6 +70,7 @@ async def test_export_holds_everything_of_the_user_and_nothing_of_others(store: 
     [summary] = exported["session_summaries"]
     assert (summary["session_id"], summary["turns"], summary["topics"]) == ("s1", 1, ["SciFact"])
     assert [i["idempotency_key"] for i in exported["outbox"]] == [f"{ada_response}:zep"]
+    assert [(u["response_id"], u["cost_usd"]) for u in exported["usage"]] == [(ada_response, 0.0001)]
     assert "bob" not in json.dumps(exported)
 
     nobody = await store.export_user(user_id="carol")
@@ -89,10 +100,11 @@ async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store
         "jobs": 0,
         "deep_runs": 0,
         "sessions": 0,  # the chat service's session rows (none here; tests/service covers them)
+        "usage": 1,  # what ada's answer spent
     }
     after = await store.export_user(user_id="ada")
     assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []
-    assert after["preferences"] is None and after["session_summaries"] == []
+    assert after["preferences"] is None and after["session_summaries"] == [] and after["usage"] == []
     assert await store.session_summary(user_id="ada", session_id="s1") is None
     assert [i["kind"] for i in after["outbox"]] == ["zep.delete_user"]  # only the follow-up write
     assert await store.recall(user_id="ada", query_text="SciFact") == []

@@ -111,6 +111,7 @@ async def test_a_chat_completion_is_the_cited_answer_with_numbered_references(se
     assert completion.usage is not None
     usage = (completion.usage.prompt_tokens, completion.usage.completion_tokens, completion.usage.total_tokens)
     assert usage == expected_usage(response)
+    assert getattr(completion.usage, "cost_usd", None) == 0.0  # no LLM call: exactly nothing spent
 
 
 async def test_a_streamed_completion_shows_each_source_then_the_answer(service: Harness) -> None:
@@ -173,7 +174,7 @@ async def test_the_stream_ends_with_done_on_the_wire(service: Harness) -> None:
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_an_llm_written_answer_reports_the_tokens_the_pipeline_counted(tmp_path: Path, stream: bool) -> None:
-    llm = FakeLLM([DRAFT] * 4)
+    llm = FakeLLM([DRAFT] * 4, model="openai/gpt-4o-mini")
     async with running_service(service_settings(tmp_path), llm=llm) as service:
         recorder = Recorder(service)
         async with service.openai() as client:
@@ -198,6 +199,9 @@ async def test_an_llm_written_answer_reports_the_tokens_the_pipeline_counted(tmp
     assert usage is not None
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == expected_usage(response)
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    # What the tokens cost rides along in `usage`, as OpenRouter's `cost` does (the SDK keeps unknown fields).
+    assert response.cost.usd is not None and response.cost.usd > 0
+    assert getattr(usage, "cost_usd", None) == pytest.approx(response.cost.usd)
 
 
 # ---- conversations and sessions -------------------------------------------------------------------------------

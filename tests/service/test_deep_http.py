@@ -316,3 +316,60 @@ async def test_a_run_whose_decision_was_stored_but_not_resumed_is_resumed_by_its
 
     finished = await ada.post(f"/v1/deep-runs/{run.run_id}/resume")
     assert "completed" in assert_problem(finished, 409, "deep-run-conflict")["detail"]
+
+
+async def test_a_finished_report_downloads_in_every_format(ada: Client, bob: Client) -> None:
+    from tests.deep.export_support import docx_text, markers, pdf_text
+
+    session = await ada.session()
+    options = {"auto_approve": True, "max_subquestions": 3, "length": "brief", "type": "literature_review"}
+    started = await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": options})
+    assert started.status_code == 202, started.text
+    run_id = started.json()["run_id"]
+    early = await ada.http.get(f"/v1/deep-runs/{run_id}/report?format=pdf", headers=ada.headers)
+    if early.status_code != 200:  # still working: no report yet
+        assert_problem(early, 409, "deep-run-conflict")
+    done = await ada.until(run_id, "completed", "failed")
+    assert done.report is not None and (done.report.length, done.report.report_type) == ("brief", "literature_review")
+    assert done.report.themes and len(done.report.plan.items) <= 3
+    numbers = sorted(citation.number for citation in done.report.response.citations)
+
+    kinds = {
+        "md": "text/markdown; charset=utf-8",
+        "html": "text/html; charset=utf-8",
+        "pdf": "application/pdf",
+        "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    }
+    texts = {}
+    for fmt, media_type in kinds.items():
+        response = await ada.http.get(f"/v1/deep-runs/{run_id}/report", params={"format": fmt}, headers=ada.headers)
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == media_type
+        disposition = response.headers["content-disposition"]
+        assert disposition.startswith('attachment; filename="report-what-is-known-about-pooled-testing-')
+        assert disposition.endswith(f'.{fmt}"') and "\n" not in disposition
+        texts[fmt] = {"pdf": pdf_text, "docx": docx_text}.get(fmt, lambda c: c.decode("utf-8"))(response.content)
+    for fmt, text in texts.items():
+        assert sorted(set(markers(text))) == numbers, fmt
+        assert "Sources on this theme:" in text, fmt
+    default = await ada.http.get(f"/v1/deep-runs/{run_id}/report", headers=ada.headers)
+    assert default.headers["content-type"].startswith("text/markdown")
+
+    assert_problem(await bob.http.get(f"/v1/deep-runs/{run_id}/report", headers=bob.headers), 404, "deep-run-not-found")
+    bad = await ada.http.get(f"/v1/deep-runs/{run_id}/report?format=odt", headers=ada.headers)
+    assert bad.status_code == 422 and bad.headers["content-type"].startswith("application/problem+json")
+
+    deep = {"max_subquestions": 2, "length": "detailed", "report_type": "comparison"}
+    paused = await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": deep})
+    waiting = paused.json()["run_id"]
+    stored = DeepRun.model_validate((await ada.run(waiting)).json())
+    assert stored.options is not None and (stored.options.length, stored.options.report_type) == (
+        "detailed",
+        "comparison",
+    )
+    conflict = assert_problem(
+        await ada.http.get(f"/v1/deep-runs/{waiting}/report?format=docx", headers=ada.headers), 409, "deep-run-conflict"
+    )
+    assert "only a completed run has a report" in conflict["detail"]
+    wrong = await ada.ask(session, {"question": QUESTION, "mode": "deep", "deep": {"length": "huge"}})
+    assert wrong.status_code == 422, wrong.text

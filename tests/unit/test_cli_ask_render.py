@@ -46,3 +46,18 @@ def test_clarifying_questions_are_shown_as_such() -> None:
     text = render_answer(clarification_response(query, request, []))
     assert text.startswith("Before answering: clarifying questions (reply with `researchcrew ask` in the same session)")
     assert "Confidence" not in text and "1. Could you say it with other words" in text
+
+
+def test_the_language_model_note_says_what_the_answer_cost_or_that_its_price_is_unknown() -> None:
+    from researchcrew.contracts.follow_up import TokenCount, TokenUsage
+    from researchcrew.llm.pricing import Pricing
+
+    usage = TokenUsage(synthesis=TokenCount.of(1_000, 500))
+    query = Query(text="What is SciFact?", user_id="ada", session_id="s1")
+    priced = FinalResponse(query=query, answer="A.", token_usage=usage, cost=Pricing("gpt-4o-mini").cost(usage))
+    unknown = FinalResponse(query=query, answer="A.", token_usage=usage, cost=Pricing("my-model").cost(usage))
+
+    assert "1500 tokens (1000 prompt, 500 completion; synthesis 1500); cost: $0.000450 (gpt-4o-mini)" in (
+        render_answer(priced)
+    )
+    assert "cost: price unknown (my-model)" in render_answer(unknown)

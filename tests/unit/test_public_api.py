@@ -110,6 +110,7 @@ DEEP_OPERATIONS = [
     "decide_plan",
     "resume_research",
     "cancel_research",
+    "export_report",  # a completed run's report as Markdown, HTML, PDF or DOCX (issue 21)
 ]
 
 
@@ -130,3 +131,29 @@ def test_each_deep_research_operation_has_one_name_at_every_door() -> None:
     for retired in ("start", "get", "resume", "stream", "stream_resume", "cancel", "awaiting_clarification"):
         assert not hasattr(DeepResearch, retired), retired
     assert not [name for name in dir(researchcrew.Runtime) if name.endswith("deep_run")]  # no shortcuts left
+
+
+MCP_TOOLS = {"ask", "search_knowledge_base", "research", "list_sessions"}
+
+
+async def test_each_mcp_tool_is_named_as_its_operation_at_the_other_doors() -> None:
+    # The MCP server's tools, the SDK, the runtime and the HTTP handlers say the same names.
+    from fastapi.routing import APIRoute
+
+    from researchcrew.deep.runner import DeepResearch
+    from researchcrew.mcp_server import McpDoor, build_server
+    from researchcrew.service.chat_sessions import ChatSessions
+    from researchcrew.service.routes import sessions
+
+    def unused() -> object:
+        raise AssertionError("listing tools touches nothing")
+
+    server = build_server(McpDoor(runtime=unused, sessions=unused, user_of=unused))  # type: ignore[arg-type]
+    assert {tool.name for tool in await server.list_tools()} == MCP_TOOLS
+    for name in ("ask", "search_knowledge_base", "research"):
+        assert callable(getattr(researchcrew.ResearchAssistant, name)), name
+    assert callable(researchcrew.Runtime.ask) and callable(researchcrew.Runtime.search_knowledge_base)
+    assert callable(DeepResearch.research) and callable(ChatSessions.list_sessions)
+    assert "list_sessions" in {
+        route.endpoint.__name__ for route in sessions.router.routes if isinstance(route, APIRoute)
+    }

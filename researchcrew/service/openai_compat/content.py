@@ -33,6 +33,7 @@ def usage_of(response: FinalResponse) -> Usage:
         prompt_tokens=int(total.prompt_tokens),
         completion_tokens=int(total.completion_tokens),
         total_tokens=int(total.total_tokens),
+        cost_usd=response.cost.usd,
     )
 
 

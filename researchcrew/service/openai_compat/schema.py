@@ -163,6 +163,12 @@ class Usage(BaseModel):
     prompt_tokens: int = Field(ge=0, description="Tokens sent to the language model, over all its calls.")
     completion_tokens: int = Field(ge=0, description="Tokens the language model wrote, over all its calls.")
     total_tokens: int = Field(ge=0, description="prompt_tokens + completion_tokens.")
+    cost_usd: float | None = Field(
+        default=0.0,
+        ge=0,
+        description="What those tokens cost in US dollars (researchcrew's addition, as OpenRouter adds `cost`); "
+        "null when the model's price is unknown, 0 without LLM calls.",
+    )
 
 
 class ResearchDetails(BaseModel):

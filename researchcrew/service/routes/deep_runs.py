@@ -1,5 +1,6 @@
 """``/v1/deep-runs/{run_id}``: a deep research run of the user — look at it, answer its clarifying questions, decide
-on its plan (approve, reword, reorder, cut, add), cancel it. A run is started by a session message with
+on its plan (approve, reword, reorder, cut, add), cancel it, download its report (``/report?format=md|html|pdf|docx``,
+409 until the run is completed). A run is started by a session message with
 ``mode: "deep"`` (``research_in_session``, called by the messages route), and a session whose run waits for an answer
 to its clarifying questions takes the user's next ordinary message as that answer when the conversation layer
 (``researchcrew.pipeline.conversation``) says it is one (``answer_clarification_in_session``).
@@ -15,11 +16,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from researchcrew.contracts.clarification import ClarificationAnswer
-from researchcrew.contracts.deep import DeepOptions, DeepRun, PlanDecision
+from researchcrew.contracts.deep import DeepOptions, DeepRun, ExportFormat, PlanDecision
+from researchcrew.deep.export import MEDIA_TYPES
 from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import ResearchCrewError
 from researchcrew.pipeline.conversation import ResearchReply
@@ -177,6 +179,50 @@ async def get_research_run(service: Service, user: CurrentUser, run_id: RunId) -
         return await deep.get_research_run(run_id, user_id=user.user_id)
     except ResearchCrewError as error:
         raise deep_problem(error, run_id) from error
+
+
+_EXPORT_CONTENT: dict[str, dict[str, Any]] = {
+    media_type.split(";")[0]: {"schema": {"type": "string", "format": "binary"}} for media_type in MEDIA_TYPES.values()
+}
+
+
+@router.get(
+    "/{run_id}/report",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The report as a file (Content-Disposition: attachment, with a safe file name).",
+            "content": _EXPORT_CONTENT,
+        },
+        **_problems(
+            {
+                409: "The run is not completed: it has no report to export yet (or will not have one).",
+                503: "A store the service needs is not reachable.",
+            }
+        ),
+    },
+    summary="A completed run's report as Markdown, HTML, PDF or DOCX, with numbered citations and references.",
+)
+async def export_report(
+    service: Service,
+    user: CurrentUser,
+    run_id: RunId,
+    format: Annotated[ExportFormat, Query(description="md, html, pdf or docx.")] = "md",
+) -> Response:
+    deep = await deep_research(service)
+    try:
+        exported = await deep.export_report(run_id, user_id=user.user_id, format=format)
+    except ResearchCrewError as error:
+        raise deep_problem(error, run_id) from error
+    return Response(
+        content=exported.content,
+        media_type=exported.media_type,
+        headers={
+            "Content-Disposition": f'attachment; filename="{exported.file_name}"',
+            "Cache-Control": "private, no-store",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 @router.post(

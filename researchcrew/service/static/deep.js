@@ -4,7 +4,7 @@
 // Same rules as app.js: text from the service goes into the page as text (DOM nodes), the report's Markdown through
 // app.js's renderMarkdown (raw HTML off). The API: POST /v1/sessions/{id}/messages with mode "deep", then
 // /v1/deep-runs/{id}/clarification, /plan and /cancel, each read as server-sent events (phase, stage, source, text,
-// then run, then done).
+// then run, then done). A completed run's report downloads from /v1/deep-runs/{id}/report?format=md|html|pdf|docx.
 "use strict";
 
 (() => {
@@ -185,9 +185,94 @@
     return box;
   }
 
+  // ---- downloading the report (the key goes in a header, so the file is fetched, then saved from a blob) ----------
+  const EXPORT_FORMATS = { md: "Markdown", html: "HTML", pdf: "PDF", docx: "Word (DOCX)" };
+
+  function savedName(response, fallback) {
+    const header = response.headers.get("Content-Disposition") || "";
+    const match = /filename="([^"]+)"/.exec(header);
+    return match ? match[1] : fallback;
+  }
+
+  async function download(runId, format, note) {
+    note.textContent = "Preparing the download…";
+    try {
+      const response = await fetch(`/v1/deep-runs/${encodeURIComponent(runId)}/report?format=${format}`, {
+        headers: rc.headers({}),
+      });
+      if (!response.ok) throw await rc.failure(response);
+      const blob = await response.blob();
+      const link = el("a", null);
+      link.href = URL.createObjectURL(blob);
+      link.download = savedName(response, `report.${format}`);
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+      note.textContent = `Downloaded ${link.download}`;
+    } catch (error) {
+      note.textContent = `The download failed: ${error.message}`;
+    }
+  }
+
+  function downloadBar(report) {
+    const bar = el("div", "deep-download");
+    const label = el("label", null, "Download as ");
+    const select = el("select", null);
+    select.setAttribute("aria-label", "Report format");
+    for (const [value, text] of Object.entries(EXPORT_FORMATS)) {
+      const option = el("option", null, text);
+      option.value = value;
+      select.append(option);
+    }
+    select.value = "pdf";
+    label.append(select);
+    const note = el("span", "detail");
+    note.setAttribute("role", "status");
+    bar.append(label, button("Download report", "secondary", () => download(report.run_id, select.value, note)), note);
+    return bar;
+  }
+
+  // A comparison's table (aspects × subjects) and a literature review's sources per theme, as text.
+  function shapeViews(report) {
+    const views = [];
+    const titles = new Map((report.response.citations || []).map((c) => [c.number, c.title || c.label || ""]));
+    const cited = (numbers) => (numbers || []).map((n) => `[${n}]`).join("");
+    if (report.comparison && report.comparison.rows.length) {
+      views.push(el("h3", "sources-title", "Comparison"));
+      const table = el("table", "deep-comparison");
+      const head = el("tr", null);
+      for (const name of ["Aspect", ...report.comparison.subjects]) head.append(el("th", null, name));
+      table.append(head);
+      for (const row of report.comparison.rows) {
+        const line = el("tr", null);
+        line.append(el("td", null, row.aspect));
+        row.cells.forEach((cell, index) => {
+          line.append(el("td", null, cell ? `${cell} ${cited(row.citations[index])}` : "not found in the evidence"));
+        });
+        table.append(line);
+      }
+      views.push(table);
+    }
+    if ((report.themes || []).length) {
+      views.push(el("h3", "sources-title", "Sources per theme"));
+      const list = el("ul", "deep-themes");
+      for (const theme of report.themes) {
+        const item = el("li", null, theme.theme);
+        const sources = theme.sources.map((n) => `[${n}] ${titles.get(n) || ""}`.trim()).join("; ");
+        item.append(el("div", "detail", sources || "no source cited"));
+        list.append(item);
+      }
+      views.push(list);
+    }
+    return views;
+  }
+
   function reportView(report, root) {
     const wrapper = el("div", "deep-report");
+    wrapper.append(downloadBar(report));
     wrapper.append(rc.answerView({ ...report.response, partial: report.partial }, root));
+    wrapper.append(...shapeViews(report));
     const quality = report.quality[report.quality.length - 1];
     if (quality) {
       wrapper.append(el("h3", "sources-title", "Quality"));
@@ -280,7 +365,8 @@
     rc.scrollToEnd();
     await guarded(view, async (controller) => {
       const sessionId = rc.state.current || (await rc.newSession());
-      const body = { question, ...rc.questionOptions(), mode: "deep" };
+      const deep = { length: $("deep-length").value, report_type: $("deep-type").value };
+      const body = { question, ...rc.questionOptions(), mode: "deep", deep };
       return stream(`/v1/sessions/${encodeURIComponent(sessionId)}/messages`, body, view, controller);
     });
   }
