@@ -12,6 +12,13 @@ turns keyword arguments into a ``ResearchRequest`` and offers synchronous forms 
 ``exclude_sources``, ``tool_options``, ``deadline_s``) and of its ``ResponseOptions`` (``response_format="concise"``,
 ``max_response_length=300``, ...), for this question only; unknown ones fail fast with the valid names.
 
+Through a running service (``researchcrew serve``) instead of opening the stores in this process — on the same
+machine by its Unix socket, elsewhere by its HTTP port and an API key; ``ask``, ``ask_sync`` and ``stream`` give the
+same ``FinalResponse`` and progress events (``researchcrew.client``)::
+
+    assistant = ResearchAssistant(service_url="unix:///home/ada/.local/share/researchcrew/service.sock")
+    assistant = ResearchAssistant(service_url="http://127.0.0.1:8000", api_key="rc_...")
+
 Deep research (a plan of sub-questions, each researched, references followed, one checked report)::
 
     run = await assistant.research("What is known about testing ML systems?", user_id="ada")
@@ -53,6 +60,7 @@ from researchcrew.tools.base import Tool, ToolResult
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.client import ServiceClient
     from researchcrew.deep.export import ExportedReport
     from researchcrew.jobs.api import Jobs
     from researchcrew.knowledge.collection import KnowledgeBase
@@ -78,7 +86,21 @@ class ResearchAssistant:
         knowledge_base: KnowledgeBase | None = None,
         memory_store: MemoryStore | None = None,
         remember: bool = True,
+        service_url: str | None = None,
+        api_key: str | None = None,
     ) -> None:
+        """``service_url`` (``unix:///path/service.sock`` or ``http://host:port``, with ``api_key`` over HTTP): ask
+        through that running service; the other arguments describe an in-process runtime and cannot be combined
+        with it."""
+        if service_url is not None and any(part is not None for part in (tools, llm, knowledge_base, memory_store)):
+            raise ConfigurationError(
+                "service_url asks a running service: tools, llm, knowledge_base and memory_store are the service's"
+            )
+        self._client: ServiceClient | None = None
+        if service_url is not None:
+            from researchcrew.client import ServiceClient
+
+            self._client = ServiceClient(service_url, api_key=api_key)
         self.settings = settings or Settings()
         self._options: dict[str, Any] = {
             "tools": tools,
@@ -94,6 +116,11 @@ class ResearchAssistant:
     @property
     def runtime(self) -> Runtime:
         """The runtime this assistant stands on (opened lazily; reopened after ``aclose``)."""
+        if self._client is not None:
+            raise ConfigurationError(
+                f"this assistant asks the service at {self._client.url}: ask, ask_sync and stream go there; for "
+                "the other operations build a ResearchAssistant without service_url"
+            )
         if self._runtime is None:
             self._runtime = open_runtime(self.settings, **self._options)
         return self._runtime
@@ -110,11 +137,17 @@ class ResearchAssistant:
 
     # Lifecycle ---------------------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Open stores and build the pipeline (done on first ``ask``; call it to pay the start-up cost up front)."""
+        """Open stores and build the pipeline (done on first ``ask``; call it to pay the start-up cost up front).
+        Through a service: check that it answers."""
+        if self._client is not None:
+            await self._client.identity(timeout_s=10.0)
+            return
         await self.runtime.stages()
 
     async def aclose(self) -> None:
         """Finish pending memory work and release resources (background job runs stop; they resume later)."""
+        if self._client is not None:
+            await self._client.aclose()
         if self._jobs is not None:
             jobs, self._jobs = self._jobs, None
             await jobs.aclose()
@@ -176,6 +209,8 @@ class ResearchAssistant:
     ) -> FinalResponse:
         """Research ``query`` and return the cited answer. See the module docstring for ``options``."""
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
+        if self._client is not None:
+            return await self._client.ask(request)
         return await self.runtime.ask(request)
 
     async def ask_in_session(
@@ -218,7 +253,8 @@ class ResearchAssistant:
     ) -> AsyncIterator[ProgressEvent | FinalResponse]:
         """Yield progress events as the stages run, then the answer (always last)."""
         request = self.request(query, user_id=user_id, session_id=session_id, **options)
-        async for item in self.runtime.stream(request):
+        items = self._client.stream(request) if self._client is not None else self.runtime.stream(request)
+        async for item in items:
             yield item
 
     async def search_knowledge_base(self, query: str, *, user_id: str = "default", num_results: int = 5) -> ToolResult:

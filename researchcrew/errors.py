@@ -106,6 +106,16 @@ class QueueUnavailableError(JobError):
     """The Redis-backed job queue was asked for but cannot be used (not configured or unreachable)."""
 
 
+class ServiceError(ResearchCrewError):
+    """A researchcrew service answered a client's request with a problem (``status``, ``detail``) or not at all."""
+
+    def __init__(self, detail: str, *, status: int | None = None, kind: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.kind = kind
+
+
 class DeepResearchError(ResearchCrewError):
     """A deep research run cannot do what was asked. The subclasses say why; the message says what to do."""
 

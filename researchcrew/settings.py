@@ -818,6 +818,12 @@ class ServiceSettings(_Group):
     keep_alive_s: float = Field(
         default=15.0, gt=0, le=300, description="A comment line is sent on a quiet event stream this often."
     )
+    local_socket: bool = Field(
+        default=True,
+        description="Also listen on a Unix socket in the data folder (`service.sock`, mode 0600: its owner only), "
+        "through which the `researchcrew` commands of the same data folder use this service instead of opening the "
+        "stores themselves. Over it a command acts as its `--user` without a key.",
+    )
 
     @field_validator("rate_limit")
     @classmethod
@@ -991,6 +997,11 @@ class Settings(BaseSettings):
     def memory_database_url(self) -> str:
         """The memory store's SQLAlchemy URL: the configured one, or a SQLite file in the data directory."""
         return self.memory.database_url or f"sqlite+aiosqlite:///{self.data_dir / 'memory.db'}"
+
+    @property
+    def service_socket_path(self) -> Path:
+        """The Unix socket a running `researchcrew serve` of this data folder listens on (see service.local_socket)."""
+        return self.data_dir / "service.sock"
 
     @property
     def model_cache_dir(self) -> Path:

@@ -65,17 +65,45 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+# Commands that run until stopped: a warning that comes back an hour later is news there, so it is logged again.
+LONG_RUNNING = frozenset({"serve", "worker", "scheduler", "mcp"})
+
+
+class OncePerCommand(logging.Filter):
+    """Each distinct warning once per command: a source that fails for every question of `jobs run` (web search not
+    configured, arXiv unreachable) is said once, not once per question. Errors always pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING:
+            return True
+        key = (record.name, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
 @click.version_option(package_name="researchcrew")
-def cli(verbose: int) -> None:
+@click.pass_context
+def cli(context: click.Context, verbose: int) -> None:
     """researchcrew: research answers in which every claim cites its source.
 
     Settings come from RESEARCHCREW_* environment variables (see `researchcrew.settings`); all local state lives
     in one data directory (RESEARCHCREW_DATA_DIR).
     """
     level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger()
+    ours = not root.handlers  # basicConfig adds the stderr handler (not when embedded: CliRunner, a host app)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if ours and context.invoked_subcommand not in LONG_RUNNING:
+        for handler in root.handlers:
+            handler.addFilter(OncePerCommand())
     from researchcrew.redaction import install_log_redaction
 
     install_log_redaction()  # serve, worker, scheduler, ...: no credential in any log line

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from researchcrew.client import Route, ServiceClient
     from researchcrew.runtime import Runtime
     from researchcrew.settings import Settings
 
@@ -83,6 +84,46 @@ def with_runtime(
         raise ConfigurationProblem(redact(f"{error}{hint}")) from error
     except ResearchCrewError as error:
         raise click.ClickException(redact(f"{error}{hint}")) from error
+
+
+def local_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--local``: run in this process even when a service of the data folder is running (the commands that need
+    the stores use it otherwise: ``researchcrew.client.discovery``)."""
+    return click.option(
+        "--local",
+        "local",
+        is_flag=True,
+        envvar="RESEARCHCREW_LOCAL",
+        help="Run in this process, not through the running service of the data folder (RESEARCHCREW_LOCAL=1).",
+    )(command)
+
+
+def route_for(settings: Settings, *, local: bool, user_id: str | None = None) -> Route:
+    """Whether this command goes through the data folder's running service, and why (``researchcrew status``)."""
+    from researchcrew.client import find_service
+
+    return find_service(settings.data_dir, settings.service_socket_path, local=local, user_id=user_id)
+
+
+def with_service(route: Route, action: Callable[[ServiceClient], Awaitable[T]], *, user_id: str | None = None) -> T:
+    """Run ``action`` on a client of the service ``route`` found. What the service refuses ends the command in one
+    line (its problem's detail), as the same failure does in process."""
+    from researchcrew.client import ServiceClient
+    from researchcrew.errors import ServiceError
+    from researchcrew.redaction import redact
+
+    if route.url is None:
+        raise ValueError("route_for() found no service")
+    url = route.url
+
+    async def run() -> T:
+        async with ServiceClient(url, user_id=user_id) as client:
+            return await action(client)
+
+    try:
+        return asyncio.run(run())
+    except ServiceError as error:
+        raise click.ClickException(redact(error.detail)) from error
 
 
 def read_question(

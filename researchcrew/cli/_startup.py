@@ -166,3 +166,33 @@ def require(
         from researchcrew.redaction import redact
 
         raise ConfigurationProblem(redact(str(error))) from error
+
+
+def require_own_knowledge_base(command: str, settings: Settings, *, processes: int = 1) -> None:
+    """A command that researches many questions (`worker`, `jobs run` in process) refuses to start on a Milvus Lite
+    file another process holds — every question would fail "in use" — or that its own ``processes`` would share,
+    in one line saying what to do (issue 19). A Milvus server, or no ``rag`` source, is no concern here."""
+    if "rag" not in settings.enabled_sources or settings.milvus.uri is not None:
+        return
+    from pathlib import Path
+
+    from researchcrew.knowledge.lite_lock import lite_lock_holder
+
+    path = Path(settings.milvus_uri)
+    remedy = (
+        "give it a Milvus server (RESEARCHCREW_MILVUS__URI=http://host:19530), or run the jobs in the service "
+        "(`researchcrew jobs run NAME` goes through a running `researchcrew serve` of the data folder)"
+    )
+    holder = lite_lock_holder(path)
+    if holder is not None:
+        raise DependencyUnavailable(
+            f"{command} cannot use the knowledge base {path}: it is a Milvus Lite file, held by {holder.describe()}, "
+            f"and only one process can open one; {remedy}"
+        )
+    if processes > 1:
+        from researchcrew.cli._common import ConfigurationProblem
+
+        raise ConfigurationProblem(
+            f"{command} with {processes} processes cannot share the Milvus Lite file {path} (one process opens it); "
+            + remedy
+        )

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING
 
 import click
 
-from researchcrew.cli._common import echo_json, read_question, with_runtime
+from researchcrew.cli._common import (
+    echo_json,
+    load_settings,
+    local_option,
+    read_question,
+    route_for,
+    with_runtime,
+    with_service,
+)
 
 if TYPE_CHECKING:
     from researchcrew.contracts import Citation, FinalResponse
@@ -79,6 +87,7 @@ _KIND_LABEL = {
     help="Seconds for the whole run (default 30).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
+@local_option
 def ask(
     question: str | None,
     user_id: str,
@@ -89,6 +98,7 @@ def ask(
     exclude_sources: tuple[str, ...],
     deadline_s: float | None,
     as_json: bool,
+    local: bool,
 ) -> None:
     """Ask a research question and print a cited answer. QUESTION `-` (or none, with a question piped in) reads it
     from stdin."""
@@ -112,6 +122,12 @@ def ask(
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
         raise click.ClickException(f"invalid request: {problems}") from error
+    settings = load_settings()
+    route = route_for(settings, local=local, user_id=user_id)
+    if route.mode == "service":  # the running service of this data folder answers, warm (researchcrew.client)
+        response = with_service(route, lambda client: client.ask(request, continue_session=continue_session))
+        _print_answer(response, as_json)
+        return
     if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
         # Each failed source is logged as a warning, and the answer lists it under "Sources searched:" with its reason;
         # without -v, say it once, in the answer.
@@ -129,7 +145,10 @@ def ask(
             )
         return await runtime.ask(request.model_copy(update={"session_id": last}))
 
-    response = with_runtime(research)
+    _print_answer(with_runtime(research, settings), as_json)
+
+
+def _print_answer(response: FinalResponse, as_json: bool) -> None:
     if as_json:
         echo_json(response.model_dump(mode="json"))
     else:

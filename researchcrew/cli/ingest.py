@@ -8,16 +8,18 @@ or model failed); problems with single files are listed and the rest is ingested
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from researchcrew.cli._common import echo_json, with_runtime
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for, with_runtime, with_service
 
 if TYPE_CHECKING:
+    from researchcrew.client import Route
     from researchcrew.knowledge.ingest import IngestReport
     from researchcrew.runtime import Runtime
 
@@ -57,6 +59,7 @@ _SHOWN_ERRORS = 10
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for scripts).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@local_option
 def ingest(
     paths: tuple[str, ...],
     demo: bool,
@@ -66,6 +69,7 @@ def ingest(
     collection: str,
     as_json: bool,
     no_progress: bool,
+    local: bool,
 ) -> None:
     """Load files, folders or globs into the knowledge base.
 
@@ -110,7 +114,12 @@ def ingest(
         )
         return report
 
-    report = with_runtime(load)
+    settings = load_settings()
+    route = route_for(settings, local=local)
+    if route.mode == "service":
+        report = _through_service(route, targets, list(fields), batch_size, keep_missing)
+    else:
+        report = with_runtime(load, settings)
     if as_json:
         echo_json({**report.model_dump(mode="json"), "succeeded": report.succeeded})
     else:
@@ -131,6 +140,25 @@ async def _check_collection(runtime: Runtime, name: str) -> None:
 
 
 PROGRESS_EVERY_S = 10.0
+
+
+def _through_service(route: Route, targets: list[str], fields: list[str], batch_size: int, keep_missing: bool) -> Any:
+    """The ingest done by the running service of the data folder. It reads the files itself: the paths go as
+    absolute ones (relative to this command's folder), and the report names them as they were given. The service
+    runs as the socket's owner, the only user (with root) who may connect, so it reads what this user can read."""
+    from researchcrew.knowledge.ingest import IngestReport
+
+    here = os.getcwd()
+    absolute = [os.path.join(here, os.path.expanduser(target)) for target in targets]
+    options = {"fields": fields, "batch_size": batch_size, "remove_missing": not keep_missing}
+    found = with_service(route, lambda client: client.ingest(absolute, **options))
+    report = IngestReport.model_validate(found)
+    prefix = os.path.join(here, "")
+    relative = any(not os.path.isabs(os.path.expanduser(target)) for target in targets)
+    if relative:  # the issues as the in-process command words them: the paths as given
+        errors = [issue.model_copy(update={"file": issue.file.removeprefix(prefix)}) for issue in report.errors]
+        report = report.model_copy(update={"errors": errors})
+    return report
 
 
 class _PlainProgress:

@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings, with_runtime
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for, with_runtime, with_service
 
 if TYPE_CHECKING:
+    from researchcrew.client import ServiceClient
     from researchcrew.jobs.api import Jobs
     from researchcrew.jobs.contracts import JobInfo, RunInfo
     from researchcrew.runtime import Runtime
@@ -152,9 +153,20 @@ def list_jobs(user_id: str, as_json: bool) -> None:
 @click.option("--detach", is_flag=True, help="With --queue: print the run id and return at once.")
 @_USER
 @_JSON
-def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool) -> None:
-    """Run a job now: in this process with a progress bar, or on the workers with --queue."""
+@local_option
+def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool, local: bool) -> None:
+    """Run a job now: in this process with a progress bar, or on the workers with --queue. With a service running
+    for the data folder, the run is the service's (it owns the knowledge base), followed here the same way."""
     from tqdm import tqdm
+
+    from researchcrew.jobs.contracts import RunInfo
+
+    settings = load_settings()
+    route = route_for(settings, local=local, user_id=user_id)
+    if route.mode == "local" and not queue:  # researched here: a knowledge base held elsewhere fails every question
+        from researchcrew.cli._startup import require_own_knowledge_base
+
+        require_own_knowledge_base("jobs run", settings)
 
     state: dict[str, Any] = {}
 
@@ -184,13 +196,35 @@ def run(name: str, queue: bool, detach: bool, user_id: str, as_json: bool) -> No
             done = info.counts.finished
         return info
 
+    async def in_service(client: ServiceClient) -> RunInfo:
+        info = RunInfo.model_validate(await client.start_run(user_id, name))
+        if detach and queue:
+            return info
+        started(info)
+        done = 0
+        while not info.finished:
+            await asyncio.sleep(0.5)
+            info = RunInfo.model_validate(await client.run_status(user_id, info.id))
+            state["bar"].update(info.counts.finished - done)
+            done = info.counts.finished
+        return info
+
     try:
-        result: RunInfo = _on_jobs(on_workers if queue else in_process)
+        if route.mode == "service":
+            result: RunInfo = with_service(route, in_service, user_id=user_id)
+        else:
+            result = _on_jobs(on_workers if queue else in_process)
     except KeyboardInterrupt:
         info = state.get("run")
         if info is None:
             raise click.Abort() from None
-        what = "keeps running on the workers" if queue else "stopped; its stored answers are kept"
+        what = (
+            "keeps running in the service"
+            if route.mode == "service"
+            else "keeps running on the workers"
+            if queue
+            else "stopped; its stored answers are kept"
+        )
         raise click.ClickException(
             f"interrupted: run {info.id} {what}; continue it with `researchcrew jobs resume {info.id}`"
         ) from None
@@ -270,13 +304,33 @@ def cancel(run_id: str, user_id: str, as_json: bool) -> None:
 @click.argument("run_id")
 @_USER
 @_JSON
-def resume(run_id: str, user_id: str, as_json: bool) -> None:
-    """Continue a run whose process stopped; stored answers are not repeated."""
+@local_option
+def resume(run_id: str, user_id: str, as_json: bool, local: bool) -> None:
+    """Continue a run whose process stopped; stored answers are not repeated (in the service when one runs)."""
     from tqdm import tqdm
 
+    from researchcrew.jobs.contracts import RunInfo
+
     bar = tqdm(unit="question", file=sys.stderr, disable=as_json, desc=f"run {run_id[:12]}")
-    info: RunInfo = _on_jobs(lambda jobs: jobs.resume(user_id, run_id, on_progress=lambda *_: bar.update(1)))
-    bar.close()
+
+    async def in_service(client: ServiceClient) -> RunInfo:
+        info = RunInfo.model_validate(await client.resume_run(user_id, run_id))
+        done = info.counts.finished
+        while not info.finished:
+            await asyncio.sleep(0.5)
+            info = RunInfo.model_validate(await client.run_status(user_id, run_id))
+            bar.update(info.counts.finished - done)
+            done = info.counts.finished
+        return info
+
+    route = route_for(load_settings(), local=local, user_id=user_id)
+    try:
+        if route.mode == "service":
+            info: RunInfo = with_service(route, in_service, user_id=user_id)
+        else:
+            info = _on_jobs(lambda jobs: jobs.resume(user_id, run_id, on_progress=lambda *_: bar.update(1)))
+    finally:
+        bar.close()
     if as_json:
         echo_json(info.model_dump(mode="json"))
         return
@@ -339,10 +393,12 @@ def worker(processes: int | None) -> None:
     """Research queued batch questions (Redis); run as many as you like, on any machine."""
     import logging
 
+    from researchcrew.cli._startup import require_own_knowledge_base
     from researchcrew.errors import QueueUnavailableError
     from researchcrew.jobs.queue import run_workers
 
     settings = load_settings()
+    require_own_knowledge_base("researchcrew worker", settings, processes=processes or settings.jobs.worker_processes)
     _require_queue_servers(settings)
     level = "DEBUG" if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else "INFO"
     try:

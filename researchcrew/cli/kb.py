@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from researchcrew.cli._common import echo_json, with_runtime
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for, with_runtime, with_service
 
 if TYPE_CHECKING:
-    from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats, ReindexReport
+    from researchcrew.client import ServiceClient
+    from researchcrew.knowledge.collection import KnowledgeBase, KnowledgeBaseStats
     from researchcrew.runtime import Runtime
 
 _SHOWN_SOURCES = 15
@@ -27,9 +28,16 @@ def kb() -> None:
 
 @kb.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
-def stats(as_json: bool) -> None:
+@local_option
+def stats(as_json: bool, local: bool) -> None:
     """What the knowledge base holds: documents, chunks, sources, model."""
-    numbers = _on_knowledge_base(lambda base: base.stats())
+    from researchcrew.knowledge.collection import KnowledgeBaseStats
+
+    route = route_for(load_settings(), local=local)
+    if route.mode == "service":
+        numbers = KnowledgeBaseStats.model_validate(with_service(route, lambda client: client.kb_stats()))
+    else:
+        numbers = _on_knowledge_base(lambda base: base.stats())
     if as_json:
         echo_json(numbers.model_dump(mode="json"))
     else:
@@ -54,25 +62,37 @@ def stats(as_json: bool) -> None:
     help="Everything ingested from this file or folder (all records/pages of it). Repeatable.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was removed as JSON.")
-def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[Path, ...], as_json: bool) -> None:
+@local_option
+def remove(
+    source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[Path, ...], as_json: bool, local: bool
+) -> None:
     """Remove documents by source key, document id or path."""
     if not (source_keys or doc_ids or paths):
         raise click.UsageError("say what to remove: --source KEY, --doc ID or --path PATH")
     keys = list(source_keys)
 
-    def remove_matching(base: KnowledgeBase) -> int:
+    def matching(index: Callable[[], dict[str, str]]) -> None:
         if paths:
-            index = base.document_index()
+            known = index()
             for path in paths:
-                matched = keys_under(index, path)
+                matched = keys_under(known, path)
                 if not matched:
                     click.echo(f"nothing ingested from {path}", err=True)
                 keys.extend(matched)
         if not keys and not doc_ids:
             raise click.ClickException("no documents match; `researchcrew kb stats` lists the sources")
+
+    def remove_matching(base: KnowledgeBase) -> int:
+        matching(base.document_index)
         return base.remove(source_keys=keys, doc_ids=list(doc_ids))
 
-    removed = _on_knowledge_base(remove_matching)
+    async def remove_through(client: ServiceClient) -> int:
+        known = await client.kb_documents() if paths else {}
+        matching(lambda: known)
+        return await client.kb_remove(keys, list(doc_ids))
+
+    route = route_for(load_settings(), local=local)
+    removed = with_service(route, remove_through) if route.mode == "service" else _on_knowledge_base(remove_matching)
     if removed == 0 and not as_json:
         raise click.ClickException("nothing matched: no chunks were removed (`researchcrew kb stats` lists sources)")
     if as_json:
@@ -85,24 +105,24 @@ def remove(source_keys: tuple[str, ...], doc_ids: tuple[str, ...], paths: tuple[
 
 @kb.command()
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
-def reindex(as_json: bool) -> None:
+@local_option
+def reindex(as_json: bool, local: bool) -> None:
     """Bring the knowledge base up to date after an upgrade of researchcrew.
 
     Gives a knowledge base made before document collections its collection field (every chunk stays in `shared`),
     and updates the keyword-search (BM25) text when the way text is analysed changed. Both work from the chunks
     already stored; nothing is re-read or re-embedded. Safe to interrupt and rerun.
     """
-    from researchcrew.knowledge.upgrade import UpgradeReport, upgrade_to_collections
+    from researchcrew.knowledge.collection import ReindexReport
+    from researchcrew.knowledge.upgrade import UpgradeReport, upgrade_and_reindex
 
-    def work(base: KnowledgeBase) -> tuple[UpgradeReport, ReindexReport]:
-        base.store.accept_stale_analyzer = True  # the copy keeps the old analyzer's text; reindexed right after
-        try:
-            upgrade = upgrade_to_collections(base)
-        finally:
-            base.store.accept_stale_analyzer = False
-        return upgrade, base.reindex_keywords()
-
-    upgrade, report = _on_knowledge_base(work)
+    route = route_for(load_settings(), local=local)
+    if route.mode == "service":
+        answer = with_service(route, lambda client: client.kb_reindex())
+        upgrade = UpgradeReport.model_validate(answer.pop("collections_upgrade"))
+        report = ReindexReport.model_validate(answer)
+    else:
+        upgrade, report = _on_knowledge_base(upgrade_and_reindex)
     if as_json:
         echo_json({**report.model_dump(mode="json"), "collections_upgrade": upgrade.model_dump(mode="json")})
         return

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings, with_runtime
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for, with_runtime, with_service
 
 if TYPE_CHECKING:
     from researchcrew.runtime import ForgetReport, Runtime
@@ -37,9 +37,16 @@ def memory() -> None:
     default=None,
     help="Write the JSON to this file instead of printing it.",
 )
-def export(user_id: str, out: Path | None) -> None:
+@local_option
+def export(user_id: str, out: Path | None, local: bool) -> None:
     """Print (or write) everything stored about a user as JSON."""
-    data: dict[str, Any] = with_runtime(lambda runtime: runtime.export_user(user_id), hint=_STORE_HINT)
+    settings = load_settings()
+    route = route_for(settings, local=local, user_id=user_id)
+    data: dict[str, Any]
+    if route.mode == "service":
+        data = with_service(route, lambda client: client.export_memory(user_id), user_id=user_id)
+    else:
+        data = with_runtime(lambda runtime: runtime.export_user(user_id), settings, hint=_STORE_HINT)
     if out is None:
         echo_json(data)
         return
@@ -55,7 +62,8 @@ def export(user_id: str, out: Path | None) -> None:
 @_USER_OPTION
 @click.option("--yes", is_flag=True, help="Delete without asking.")
 @click.option("--json", "as_json", is_flag=True, help="Print the deleted row counts as JSON.")
-def forget(user_id: str, yes: bool, as_json: bool) -> None:
+@local_option
+def forget(user_id: str, yes: bool, as_json: bool, local: bool) -> None:
     """Delete everything stored about a user. This cannot be undone."""
     if not yes:
         click.confirm(f"Delete all memory of user {user_id!r}? This cannot be undone.", abort=True)
@@ -64,8 +72,13 @@ def forget(user_id: str, yes: bool, as_json: bool) -> None:
     async def forget_everywhere(runtime: Runtime) -> ForgetReport:
         return await runtime.forget_user(user_id, deliver_within_s=2 * settings.zep.timeout_s)
 
-    report = with_runtime(forget_everywhere, settings, hint=_STORE_HINT)
-    counts, zep_outcome = report.deleted, report.zep
+    route = route_for(settings, local=local, user_id=user_id)
+    if route.mode == "service":
+        outcome = with_service(route, lambda client: client.forget_memory(user_id), user_id=user_id)
+        counts, zep_outcome = dict(outcome["deleted"]), outcome.get("zep")
+    else:
+        report = with_runtime(forget_everywhere, settings, hint=_STORE_HINT)
+        counts, zep_outcome = report.deleted, report.zep
     if as_json:
         echo_json({"user_id": user_id, "deleted": counts, "zep": zep_outcome})
         return

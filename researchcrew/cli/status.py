@@ -1,5 +1,6 @@
-"""`researchcrew status`: each source's health — healthy, or backing off after a recent failure (until when, the
-last failure's kind and message, credentials masked).
+"""`researchcrew status`: where the commands of this data folder run (through the running service, or each in its
+own process, and why: ``researchcrew.client.discovery``), and each source's health — healthy, or backing off after a
+recent failure (until when, the last failure's kind and message, credentials masked).
 
 Health lives in the process that asks questions, and in Redis when ``redis.url`` is set (shared by every process).
 So this command reads Redis when there is one; ``--url`` asks a running service (its ``/readyz``) instead; without
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from researchcrew.cli._common import echo_json, load_settings
+from researchcrew.cli._common import echo_json, load_settings, local_option, route_for
 
 if TYPE_CHECKING:
     from researchcrew.settings import Settings
@@ -39,16 +40,24 @@ _TIMEOUT_S = 5.0
     help="Ask a running service (e.g. http://127.0.0.1:8000) for its sources' health instead.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the sources' health as JSON.")
-def status(url: str | None, as_json: bool) -> None:
-    """Each source's health: healthy, or backing off after a recent failure."""
+@local_option
+def status(url: str | None, as_json: bool, local: bool) -> None:
+    """Where commands run (the local service, or in process, and why); each source's health."""
     settings = load_settings()
+    route = route_for(settings, local=local)
     if url:
         states, where = _from_service(url), f"the service at {url}"
+    elif route.url is not None:
+        socket_url = route.url
+        states, where = _from_service(socket_url), f"the service at {settings.service_socket_path}"
     else:
         states, where = asyncio.run(_from_settings(settings))
     if as_json:
-        echo_json({"from": where, "sources": [state.model_dump(mode="json") for state in states]})
+        commands = {"mode": route.mode, "reason": route.reason}
+        echo_json({"commands": commands, "from": where, "sources": [state.model_dump(mode="json") for state in states]})
         return
+    mode = "through the service" if route.mode == "service" else "in process"
+    click.echo(f"Commands that use the stores (ask, jobs run, ingest, kb, memory) run {mode}: {route.reason}")
     click.echo(render(states, where))
 
 
@@ -95,9 +104,14 @@ def _from_service(url: str) -> list[SourceState]:
     from researchcrew.redaction import redact
     from researchcrew.tools.health import SourceState
 
-    address = url.rstrip("/") + "/readyz"
+    if url.startswith("unix://"):
+        transport = httpx.HTTPTransport(uds=url.removeprefix("unix://"))
+        base, address = "http://researchcrew.local", "/readyz"
+    else:
+        transport, base, address = None, "", url.rstrip("/") + "/readyz"
     try:
-        response = httpx.get(address, timeout=_TIMEOUT_S)
+        with httpx.Client(transport=transport, base_url=base, timeout=_TIMEOUT_S) as client:
+            response = client.get(address)
     except httpx.HTTPError as error:
         raise click.ClickException(redact(f"cannot reach the service at {url}: {error}")) from error
     try:

@@ -231,8 +231,12 @@ class RunInfo(Contract):
 class ItemFailure(Contract):
     """Why a question failed for good."""
 
-    kind: Literal["sources_failed", "no_sources", "refused", "invalid_request", "error", "cancelled"] = Field(
-        description="sources_failed: every source failed; no_sources: none was searched; refused: the question "
+    kind: Literal[
+        "sources_failed", "knowledge_base_unavailable", "no_sources", "refused", "invalid_request", "error", "cancelled"
+    ] = Field(
+        description="sources_failed: every source failed; knowledge_base_unavailable: the knowledge base could not "
+        "be opened (held by another process, server down), whatever else answered; no_sources: none was searched; "
+        "refused: the question "
         "was refused by the guard; invalid_request: its options are wrong; error: an unexpected error; "
         "cancelled: the run was cancelled before it started."
     )

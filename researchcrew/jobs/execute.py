@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result, stop_after_attempt, wait_random_exponential
 
+from researchcrew.contracts.chunks import SourceReport
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ConfigurationError, KnowledgeBaseUnavailableError, MemoryStoreError
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 
 RunFinished = Callable[[RunInfo], Awaitable[None]]
 _TRANSIENT_KINDS = frozenset({"timeout", "unreachable"})
+RAG_SOURCE_TYPE = "rag"  # the knowledge base's source (researchcrew.tools.rag)
 
 
 @dataclass
@@ -51,7 +53,12 @@ def classify(response: FinalResponse) -> ItemOutcome:
 
     A source skipped because it is backing off after a recent failure was selected and could not be searched: it
     counts as failed with that reason ("skipped: unreachable 40 s ago; next try in 20 s"), never as "no source was
-    searched", and when it was the only one the question is tried again (a transient failure)."""
+    searched", and when it was the only one the question is tried again (a transient failure).
+
+    A knowledge base that could not be opened (a Milvus Lite file held by another process, a Milvus server that does
+    not answer: the rag source ``unreachable``) fails the question with that reason and is tried again, whatever the
+    other sources found: a batch answer without the team's own documents is not the answer the job asks for, and an
+    "uncertain" stored for it would make the run look ``completed`` (issue 19)."""
     called = [report for report in response.source_reports if report.status != "skipped" or report.failure is not None]
     failed = [
         {"source": report.source_type, "kind": report.failure.kind, "message": report.failure.message}
@@ -64,6 +71,13 @@ def classify(response: FinalResponse) -> ItemOutcome:
     if not called:
         message = "no source was searched (every source is excluded or disabled)"
         return ItemOutcome("failed", response, ItemFailure(kind="no_sources", message=message), failed)
+    closed = [report for report in called if _knowledge_base_closed(report)]
+    if closed:
+        reason = closed[0].failure.message if closed[0].failure is not None else "unreachable"
+        failure = ItemFailure(
+            kind="knowledge_base_unavailable", message=f"the knowledge base cannot be opened: {reason}"[:4000]
+        )
+        return _TransientOutcome("failed", response, failure, failed)
     if len(failed) == len(called):
         reasons = "; ".join(f"{entry['source']}: {entry['kind']} — {entry['message']}" for entry in failed)
         failure = ItemFailure(kind="sources_failed", message=f"every source failed: {reasons}"[:4000])
@@ -75,6 +89,16 @@ def classify(response: FinalResponse) -> ItemOutcome:
     if response.answer_kind == "uncertainty" or response.confidence_level == "insufficient":
         return ItemOutcome("uncertain", response, None, failed)
     return ItemOutcome("answered", response, None, failed)
+
+
+def _knowledge_base_closed(report: SourceReport) -> bool:
+    """The knowledge base source could not reach its store at all (not: searched it and timed out)."""
+    return (
+        report.source_type == RAG_SOURCE_TYPE
+        and report.status in ("failed", "skipped")
+        and report.failure is not None
+        and report.failure.kind == "unreachable"
+    )
 
 
 def _is_transient(kind: str, status_code: int | None) -> bool:

@@ -34,6 +34,17 @@ from researchcrew.settings import Settings
 
 logger = logging.getLogger(__name__)
 
+# pymilvus pings its gRPC channel every 10 s, even with no call in flight (keepalive_permit_without_calls). Lite's
+# server is a child process on this machine, with gRPC's default enforcement (at most one ping per 5 minutes without
+# data): it answers those pings with GOAWAY ENHANCE_YOUR_CALM "too_many_pings", which gRPC's core writes to stderr
+# ("chttp2_transport.cc ... Received a GOAWAY ...") in every long-enough command. A local child needs no keep-alive:
+# pings are switched off for Lite (the longest interval gRPC accepts, none without a call). A Milvus server permits
+# 10 s pings (its enforcement minimum is 5 s) and keeps pymilvus' defaults.
+LITE_GRPC_OPTIONS: dict[str, int | bool] = {
+    "grpc.keepalive_time_ms": 2**31 - 1,
+    "grpc.keepalive_permit_without_calls": False,
+}
+
 
 class _LiteUnimplementedCallFilter(logging.Filter):
     """Milvus Lite does not implement ``AllocTimestamp``, which pymilvus 3 calls when a collection is created; its
@@ -197,8 +208,11 @@ class CollectionStore:
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self._refuse_if_locked()
         token = milvus.token.get_secret_value() if milvus.token else ""
+        options = {"grpc_options": LITE_GRPC_OPTIONS} if self.lite else {}
         try:
-            client = MilvusClient(uri=self.uri, token=token, db_name=milvus.db_name or "", timeout=milvus.timeout_s)
+            client = MilvusClient(
+                uri=self.uri, token=token, db_name=milvus.db_name or "", timeout=milvus.timeout_s, **options
+            )
         except Exception as error:  # pymilvus raises MilvusException, grpc errors or ConnectionConfigException
             if self.lite:
                 self._refuse_if_locked()  # taken between our check and the connect: say so, not "open failed"

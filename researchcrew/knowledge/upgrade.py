@@ -25,7 +25,7 @@ from researchcrew.errors import KnowledgeBaseError
 from researchcrew.knowledge import schema
 
 if TYPE_CHECKING:
-    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.knowledge.collection import KnowledgeBase, ReindexReport
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +57,17 @@ class UpgradeReport(Contract):
     upgraded: bool = Field(description="Whether the knowledge base was schema 1 and is schema 2 now.")
     chunks: int = Field(default=0, ge=0, description="Chunks copied (all into `shared`).")
     seconds: float = Field(default=0.0, ge=0, description="Wall time.")
+
+
+def upgrade_and_reindex(kb: KnowledgeBase) -> tuple[UpgradeReport, ReindexReport]:
+    """`researchcrew kb reindex`: the collections upgrade (when the knowledge base predates them), then the keyword
+    text re-analysed. The copy keeps the old analyzer's text, so the stale-analyzer check waits for the reindex."""
+    kb.store.accept_stale_analyzer = True
+    try:
+        upgrade = upgrade_to_collections(kb)
+    finally:
+        kb.store.accept_stale_analyzer = False
+    return upgrade, kb.reindex_keywords()
 
 
 def upgrade_to_collections(kb: KnowledgeBase, *, progress: Callable[[int, int], None] | None = None) -> UpgradeReport:

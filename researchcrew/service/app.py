@@ -101,7 +101,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     install_problem_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
     from researchcrew.service import openai_compat, web
-    from researchcrew.service.routes import deep_runs, health, messages, sessions, usage
+    from researchcrew.service.routes import deep_runs, direct, health, messages, sessions, usage
 
     for router in (
         health.router,
@@ -109,6 +109,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         messages.router,
         openai_compat.router,
         deep_runs.router,
+        direct.router,  # the service client's: the SDK's service_url and the CLI's commands
         usage.router,
     ):
         app.include_router(router)

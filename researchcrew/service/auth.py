@@ -2,7 +2,9 @@
 
 Every route that touches a user's data takes ``CurrentUser`` (authenticated, then counted against the user's rate
 limit). The user id comes from the API key (``Authorization: Bearer <key>``), never from a request body. With
-``service.auth`` off (``serve --no-auth``, loopback hosts only) every request runs as ``service.local_user``.
+``service.auth`` off (``serve --no-auth``, loopback hosts only) every request runs as ``service.local_user``. A
+request that came over the service's Unix socket (mode 0600: its owner only; ``researchcrew.service.local_socket``)
+runs as the user its ``X-Researchcrew-User`` header names (the CLI's ``--user``), without a key or rate limit.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
+from researchcrew.service.local_socket import LOCAL_USER_HEADER, came_over_local_socket
 from researchcrew.service.problems import ApiProblem
 from researchcrew.service.state import Service
 
@@ -28,7 +31,21 @@ class User(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    user_id: str = Field(description="The user's id: their memory and sessions are filed under it.")
+    user_id: str = Field(
+        min_length=1, max_length=256, description="The user's id: their memory and sessions are filed under it."
+    )
+    local: bool = Field(default=False, description="Whether the request came over the service's Unix socket.")
+
+
+def local_socket_user(service: Service, request: Request) -> User | None:
+    """The user of a request that came over the service's Unix socket (the header's, else the local user), or None
+    for every other request."""
+    if not came_over_local_socket(request.scope, service.settings.service_socket_path):
+        return None
+    named = request.headers.get(LOCAL_USER_HEADER, "").strip() or service.settings.service.local_user
+    if len(named) > 256:
+        raise ApiProblem(422, f"{LOCAL_USER_HEADER} is longer than 256 characters.")
+    return User(user_id=named, local=True)
 
 
 async def bearer_credentials(request: Request) -> HTTPAuthorizationCredentials | None:
@@ -38,9 +55,14 @@ async def bearer_credentials(request: Request) -> HTTPAuthorizationCredentials |
 
 
 async def authenticated_user(
-    service: Service, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+    service: Service,
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> User:
-    """The user of a valid key (401 otherwise), or the local user when authentication is off."""
+    """The user of a valid key (401 otherwise), the local socket's user, or the local user when authentication is
+    off."""
+    if (local := local_socket_user(service, request)) is not None:
+        return local
     if not service.settings.service.auth:
         return User(user_id=service.settings.service.local_user)
     if credentials is None or credentials.scheme.lower() != "bearer":
@@ -54,7 +76,10 @@ async def authenticated_user(
 
 
 async def rate_limited_user(service: Service, user: Annotated[User, Depends(authenticated_user)]) -> User:
-    """The authenticated user, counted against their rate limit (429 with Retry-After past it)."""
+    """The authenticated user, counted against their rate limit (429 with Retry-After past it); the owner's
+    commands over the local socket are not counted (in process they would not be either)."""
+    if user.local:
+        return user
     retry_after = await service.throttle.hit(user.user_id)
     if retry_after is not None:
         raise ApiProblem(

@@ -105,7 +105,7 @@ class McpEndpoint:
         request = Request(scope, receive)
         try:
             service = service_state(request)
-            user = await authenticated_user(service, await bearer_credentials(request))
+            user = await authenticated_user(service, request, await bearer_credentials(request))
             if request.method == "POST":  # each MCP message counts against the user's rate, as each request does
                 await rate_limited_user(service, user)
             if self._manager is None:

@@ -103,9 +103,46 @@ def run(settings: Settings, *, log_level: str = "info") -> None:
     if service.workers == 1:
         from researchcrew.service.app import create_app
 
-        uvicorn.run(BriefStartupFailure(create_app(settings)), **common)  # type: ignore[arg-type]
+        app = BriefStartupFailure(create_app(settings))
+        if not service.local_socket:
+            uvicorn.run(app, **common)  # type: ignore[arg-type]
+            return
+        _serve_with_local_socket(uvicorn.Config(app, **common), settings)  # type: ignore[arg-type]
         return
     # Worker processes read their settings from the environment: hand this command's choices over that way.
     os.environ["RESEARCHCREW_SERVICE__AUTH"] = "true" if service.auth else "false"
     os.environ["RESEARCHCREW_DATA_DIR"] = str(settings.data_dir)
+    # uvicorn's worker processes share one listening socket each: no local socket; commands run in process (they can,
+    # since several workers need a Milvus server and PostgreSQL anyway).
     uvicorn.run(FACTORY, factory=True, workers=service.workers, **common)  # type: ignore[arg-type]
+
+
+def _serve_with_local_socket(config: Any, settings: Settings) -> None:
+    """One app on the TCP port and on the data folder's Unix socket (``researchcrew.service.local_socket``)."""
+    import uvicorn
+
+    from researchcrew.service.local_socket import bind_local_socket, remove_local_socket
+
+    path = settings.service_socket_path
+    settings.ensure_data_dir()
+    local = bind_local_socket(path)
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            try:
+                await super().shutdown(sockets)
+            finally:  # here, not after run(): uvicorn re-raises SIGTERM once serve() returns, ending the process
+                remove_local_socket(local, path)
+
+    server = Server(config)
+    tcp = config.bind_socket()
+    if local is not None:
+        logger.info("researchcrew commands of this data folder use the service through %s", path)
+    try:
+        server.run(sockets=[tcp] if local is None else [tcp, local])
+    except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C ends the service quietly
+        pass
+    finally:
+        remove_local_socket(local, path)
+    if not server.started:
+        sys.exit(3)  # uvicorn's STARTUP_FAILURE, as uvicorn.run ends

@@ -30,6 +30,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"deep"}),  # deep research stands on the pipeline; its runs' repository is deep/store.py
     frozenset({"runtime"}),
     frozenset({"jobs", "testing"}),  # jobs stand on db and the runtime
+    frozenset({"client"}),  # a running service's routes as calls (httpx + contracts); the CLI and the SDK use it
     frozenset({"mcp_server"}),  # the MCP door's tools; the service mounts them at /mcp, the CLI serves them on stdio
     frozenset({"service", "assistant"}),  # the HTTP and SDK doors
     frozenset({"cli", "__main__", "__init__"}),  # the command line; the package's public API re-exports every door

@@ -213,7 +213,8 @@ def test_status_shows_each_sources_health_from_redis(tmp_path: Any) -> None:
     try:
         result = CliRunner().invoke(cli, ["status"], env=env, catch_exceptions=False)
         assert result.exit_code == 0, result.output
-        lines = {line.split()[0]: line for line in result.stdout.splitlines()[1:]}
+        assert result.stdout.startswith("Commands that use the stores")  # where commands run (issue 19), then health
+        lines = {line.split()[0]: line for line in result.stdout.splitlines()[2:]}
         assert set(lines) == {"rag", "web", "arxiv", "memory"}
         assert "backing off until" in lines["arxiv"] and "unreachable 10 s ago" in lines["arxiv"]
         assert ":pw@" not in result.stdout  # the password is masked
@@ -233,7 +234,8 @@ def test_status_without_redis_says_what_it_can_know(tmp_path: Any) -> None:
     result = CliRunner().invoke(cli, ["status"], env={"RESEARCHCREW_DATA_DIR": str(tmp_path)}, catch_exceptions=False)
     assert result.exit_code == 0
     assert "no redis.url is set" in result.stdout and "--url" in result.stdout
-    assert all(line.rstrip().endswith("healthy") for line in result.stdout.splitlines()[1:])
+    assert "run in process: no service is running for" in result.stdout.splitlines()[0]
+    assert all(line.rstrip().endswith("healthy") for line in result.stdout.splitlines()[2:])
 
 
 class QueueingTool(FakeTool):
