@@ -21,6 +21,8 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 
+from researchcrew.knowledge.document_store import DocumentStore
+from researchcrew.knowledge.library import Library
 from researchcrew.redaction import install_log_redaction, remember_settings_secrets
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.accounts import Accounts
@@ -36,6 +38,7 @@ from researchcrew.settings import Settings
 logger = logging.getLogger(__name__)
 
 API_VERSION = "1"
+_FORM_OVERHEAD_BYTES = 64 * 1024  # a document upload's body: the file and its multipart headers and fields
 _MIN_MEMORY_FLUSH_S = 10.0  # with no shutdown grace configured, memory writes still get the runtime's default
 
 
@@ -52,10 +55,13 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         active = runtime if runtime is not None else open_runtime(settings, **runtime_options)
         throttle = Throttle(settings.service, settings.redis)
         batch = ServiceBatch(active, settings)  # Jobs, and the embedded scheduler unless a separate one runs
+        library: Library | None = None
         try:
             await active.stages()  # crewAI, the model, Milvus and the memory store, paid now
             store = await active.memory_store()
             await batch.start()
+            library = Library(settings, DocumentStore(store.engine), active.knowledge_base)
+            await library.start()
             app.state.service = ServiceState(
                 settings=settings,
                 runtime=active,
@@ -63,6 +69,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
                 sessions=ChatSessions(store),
                 throttle=throttle,
                 jobs=batch.jobs,
+                library=library,
             )
             logger.info("researchcrew service ready (auth %s)", "on" if settings.service.auth else "off")
             yield
@@ -73,6 +80,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             try:
                 if isinstance(state, ServiceState):
                     await _finish_running(state.questions, grace_s)
+                if library is not None:
+                    await library.stop()  # an ingestion under way stops at its next batch; queued again on start
                 await batch.stop()  # the scheduler and the background runs, before the runtime closes
                 await throttle.aclose()
             finally:  # even when a step above failed: the memory writes of finished answers are not dropped
@@ -94,16 +103,18 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         dependencies=[Depends(check_request_input)],
     )
     install_problem_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
+    upload_limit = settings.documents.max_file_bytes + _FORM_OVERHEAD_BYTES
+    app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes, routes={"/v1/documents": upload_limit})
     from researchcrew.service import openai_compat, web
     from researchcrew.service.routes import deep_runs, health, messages, sessions
 
     for router in (health.router, sessions.router, messages.router, openai_compat.router, deep_runs.router):
         app.include_router(router)
-    from researchcrew.service.routes import jobs, kickoff
+    from researchcrew.service.routes import documents, jobs, kickoff
 
     app.include_router(jobs.router)  # batch jobs and runs
     app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
+    app.include_router(documents.router)  # documents uploaded into the knowledge base
     web.install(app)  # the web page at / and its static files
     return app
 
