@@ -16,10 +16,11 @@ import httpx
 from researchcrew.errors import DocumentInputError, DocumentTooLargeError
 from researchcrew.knowledge.library import UploadedFile, safe_name
 from researchcrew.knowledge.loaders import FORMATS
-from researchcrew.net.address_policy import AddressPolicy, AddressRefused, ResolutionFailed
+from researchcrew.net.address_policy import ALLOW_HINT, AddressPolicy, AddressRefused, ResolutionFailed
 from researchcrew.settings import Settings
 
 MAX_REDIRECTS = 3
+HINT = "documents are fetched from public addresses only; a deployment allows others with RESEARCHCREW_DOCUMENTS__ALLOW"
 # A response's content type -> the suffix its file is read as (when the URL's own name has no known suffix).
 MEDIA_SUFFIXES = {
     "application/pdf": ".pdf",
@@ -57,7 +58,7 @@ async def fetch(url: str, settings: Settings, *, policy: AddressPolicy | None = 
             try:
                 destination = await policy.resolve(current)
             except (AddressRefused, ResolutionFailed) as error:
-                raise DocumentInputError(f"{url}: {error}") from None
+                raise DocumentInputError(f"{url}: {str(error).replace(ALLOW_HINT, HINT)}") from None
             address = destination.addresses[0]
             headers = {"Host": destination.host_header, "Accept": ", ".join(MEDIA_SUFFIXES)}
             extensions = {"sni_hostname": destination.server_name} if destination.server_name else {}

@@ -17,6 +17,7 @@ import pytest
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.runtime import open_runtime
+from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
 from researchcrew.settings import DocumentsSettings, EmbeddingSettings, ServiceSettings, Settings
 from tests.e2e.support import MODEL_CACHE_DIR
@@ -49,8 +50,9 @@ async def library_service(settings: Settings) -> AsyncIterator[ServiceHarness]:
     harness = ServiceHarness(app, runtime)
     try:
         async with app.router.lifespan_context(app):
-            await harness.add_user("ada")
-            await harness.add_user("bob")
+            accounts = Accounts(await runtime.memory_store())
+            for name in ("ada", "bob"):  # a second start on the same data folder adds keys to the same users
+                harness.keys[name] = (await accounts.add_user(name, another_key=True)).key
             yield harness
     finally:
         await runtime.aclose()
