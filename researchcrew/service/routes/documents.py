@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -85,6 +85,27 @@ class UrlRequest(BaseModel):
     collection: str | None = Field(default=None, max_length=256, description="Default: your private collection.")
 
 
+_UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            MULTIPART: {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {"type": "string", "format": "binary", "description": "A file (the part may repeat)."},
+                        "collection": {"type": "string", "description": "Default: your private collection."},
+                    },
+                }
+            },
+            "application/json": {"schema": UrlRequest.model_json_schema()},
+            **{media: {"schema": {"type": "string", "format": "binary"}} for media in RAW_SUFFIXES},
+        },
+    }
+}
+
+
 def info(service: ServiceState, document: StoredDocument) -> DocumentInfo:
     progress = service.library.progress(document) if document.status == "ingesting" else None
     fields = document.model_dump(exclude={"source_keys", "sha256"})
@@ -147,7 +168,14 @@ def _raw_name(filename: str | None, media_type: str) -> str:
     return f"document{suffix or '.txt'}"
 
 
-@router.post("/documents", status_code=202, response_model=Accepted, summary="Add documents (files or URLs)")
+@router.post(
+    "/documents",
+    status_code=202,
+    response_model=Accepted,
+    responses=problem_responses(403, 409, 415),
+    openapi_extra=_UPLOAD_BODY,
+    summary="Add documents (files or URLs)",
+)
 async def add_documents(
     service: Service,
     user: CurrentUser,
@@ -182,13 +210,23 @@ async def list_documents(
     )
 
 
-@router.get("/documents/{document_id}", response_model=DocumentInfo, summary="One document and its status")
+@router.get(
+    "/documents/{document_id}",
+    response_model=DocumentInfo,
+    responses=problem_responses(404),
+    summary="One document and its status",
+)
 async def read_document(service: Service, user: CurrentUser, document_id: DocumentId) -> DocumentInfo:
     with document_problems(document_id):
         return info(service, await service.library.store.get_for(user.user_id, document_id))
 
 
-@router.delete("/documents/{document_id}", status_code=204, summary="Delete a document and its chunks")
+@router.delete(
+    "/documents/{document_id}",
+    status_code=204,
+    responses=problem_responses(404),
+    summary="Delete a document and its chunks",
+)
 async def delete_document(service: Service, user: CurrentUser, document_id: DocumentId) -> Response:
     with document_problems(document_id):
         await service.library.delete(user.user_id, document_id)
@@ -196,14 +234,22 @@ async def delete_document(service: Service, user: CurrentUser, document_id: Docu
 
 
 @router.post(
-    "/documents/{document_id}/reindex", status_code=202, response_model=DocumentInfo, summary="Ingest it again"
+    "/documents/{document_id}/reindex",
+    status_code=202,
+    response_model=DocumentInfo,
+    responses=problem_responses(404),
+    summary="Ingest it again",
 )
 async def reindex_document(service: Service, user: CurrentUser, document_id: DocumentId) -> DocumentInfo:
     with document_problems(document_id):
         return info(service, await service.library.reindex(user.user_id, document_id))
 
 
-@router.get("/documents/{document_id}/events", summary="Its ingestion progress as server-sent events")
+@router.get(
+    "/documents/{document_id}/events",
+    responses={200: {"content": {"text/event-stream": {}}}, **problem_responses(404)},
+    summary="Its ingestion progress as server-sent events",
+)
 async def document_events(service: Service, user: CurrentUser, document_id: DocumentId) -> StreamingResponse:
     """``event: progress`` with a ``DocumentEvent`` each time it moves; the stream ends with ready, failed or
     deleted."""
