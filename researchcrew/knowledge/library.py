@@ -20,12 +20,9 @@ control).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import shutil
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
@@ -40,7 +37,7 @@ from researchcrew.knowledge.document_store import (
 )
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.filters import SearchFilters
-from researchcrew.knowledge.loaders import FORMATS, format_of, load_file
+from researchcrew.knowledge.intake import UploadedFile, check, reload, safe_name
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.collection import KnowledgeBase
@@ -49,9 +46,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FOLDER = "documents"
-MAX_NAME_CHARS = 200
-_REASONS_SHOWN = 5
 _KEYS_PER_CALL = 1000
+_KEPT_LOADED = 8  # queued documents whose loaded text is kept in memory (not read a second time)
 
 
 class DocumentEvent(BaseModel):
@@ -69,23 +65,8 @@ class DocumentEvent(BaseModel):
         return self.status in ("ready", "failed", "deleted")
 
 
-class UploadedFile(BaseModel):
-    """A file as a request brought it."""
-
-    filename: str
-    content: bytes
-    source_url: str | None = None
-
-
 class _Stop(Exception):
     """Raised from the progress callback to stop an ingestion (document deleted, or the service stopping)."""
-
-
-def safe_name(name: str | None, fallback: str = "document.txt") -> str:
-    """A file name that is one path segment and printable: no folders, no control characters, not hidden."""
-    base = (name or "").replace("\\", "/").rsplit("/", 1)[-1]
-    cleaned = "".join(ch for ch in base if ch.isprintable()).strip().lstrip(".")
-    return cleaned[-MAX_NAME_CHARS:] or fallback
 
 
 def event_of(document: StoredDocument) -> DocumentEvent:
@@ -149,7 +130,7 @@ class Library:
         accepted: list[tuple[StoredDocument, list[Document]]] = []
         try:
             for file in files:
-                accepted.append(await asyncio.to_thread(self._check, user_id, collection, file))
+                accepted.append(await asyncio.to_thread(check, self.folder, user_id, collection, file))
             stored = await self.store.add(
                 [record for record, _ in accepted],
                 max_documents=self.limits.max_documents_per_user,
@@ -160,54 +141,10 @@ class Library:
                 shutil.rmtree(self.folder / record.id, ignore_errors=True)
             raise
         for record, documents in accepted:
-            self._loaded[record.id] = documents
+            if len(self._loaded) < _KEPT_LOADED:  # a long queue is read again from disk when its turn comes
+                self._loaded[record.id] = documents
             self._enqueue(record.id)
         return stored
-
-    def _check(self, user_id: str, collection: str, file: UploadedFile) -> tuple[StoredDocument, list[Document]]:
-        """Write ``file`` to its folder and load it; the record to store, or ``DocumentInputError`` (and no file)."""
-        name = safe_name(file.filename)
-        document_id = uuid.uuid4().hex
-        path = self.folder / document_id / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            path.write_bytes(file.content)
-            kind = format_of(path)
-            result = load_file(path)
-            problems = [
-                issue.reason if issue.line is None else f"line {issue.line}: {issue.reason}" for issue in result.issues
-            ]
-            if kind is None or problems or not result.documents:
-                reasons = "; ".join(problems[:_REASONS_SHOWN]) or "no text found"
-                more = f" (and {len(problems) - _REASONS_SHOWN} more)" if len(problems) > _REASONS_SHOWN else ""
-                raise DocumentInputError(f"{name}: {reasons}{more}", unsupported=kind is None)
-        except BaseException:
-            shutil.rmtree(path.parent, ignore_errors=True)
-            raise
-        now = datetime.now(UTC)
-        extra = {"document_id": document_id, "collection": collection, "owner": user_id}
-        documents = [
-            document.model_copy(
-                update={"metadata": {**document.metadata, **extra}, "url": document.url or file.source_url}
-            )
-            for document in result.documents
-        ]
-        record = StoredDocument(
-            id=document_id,
-            owner=user_id,
-            collection=collection,
-            filename=name,
-            format=kind,
-            size_bytes=len(file.content),
-            sha256=hashlib.sha256(file.content).hexdigest(),
-            source_url=file.source_url,
-            status="queued",
-            records=len(documents),
-            source_keys=sorted({document.source_key for document in documents}),
-            created_at=now,
-            updated_at=now,
-        )
-        return record, documents
 
     # Changing --------------------------------------------------------------------------------------------------
     async def delete(self, user_id: str, document_id: str) -> StoredDocument:
@@ -307,7 +244,7 @@ class Library:
         try:
             documents = self._loaded.pop(document_id, None)
             if documents is None:  # queued again after a restart, or reindexed: read the stored file
-                documents = await asyncio.to_thread(self._reload, document)
+                documents = await asyncio.to_thread(reload, self.folder, document)
             knowledge_base = await self._knowledge_base()
             chunks = await asyncio.to_thread(self._write, knowledge_base, document, documents, progress)
         except _Stop:
@@ -326,17 +263,6 @@ class Library:
         ready = await self.store.update(document_id, status="ready", chunks=chunks)
         if ready is not None:
             self._publish(event_of(ready))
-
-    def _reload(self, document: StoredDocument) -> list[Document]:
-        path = self.folder / document.id / document.filename
-        result = load_file(path)
-        if result.issues or not result.documents:
-            raise DocumentInputError("; ".join(issue.reason for issue in result.issues) or "no text found")
-        extra = {"document_id": document.id, "collection": document.collection, "owner": document.owner}
-        return [
-            item.model_copy(update={"metadata": {**item.metadata, **extra}, "url": item.url or document.source_url})
-            for item in result.documents
-        ]
 
     @staticmethod
     def _write(
@@ -376,5 +302,4 @@ def remove_chunks(knowledge_base: KnowledgeBase, source_keys: Sequence[str]) -> 
     return sum(knowledge_base.remove(source_keys=batch) for batch in _batches(source_keys))
 
 
-SUPPORTED_SUFFIXES = tuple(sorted(FORMATS))
-__all__ = ["SUPPORTED_SUFFIXES", "DocumentEvent", "Library", "UploadedFile", "event_of", "remove_chunks", "safe_name"]
+__all__ = ["DocumentEvent", "Library", "event_of", "remove_chunks"]

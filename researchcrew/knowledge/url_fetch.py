@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 import httpx
 
 from researchcrew.errors import DocumentInputError, DocumentTooLargeError
-from researchcrew.knowledge.library import UploadedFile, safe_name
+from researchcrew.knowledge.intake import UploadedFile, safe_name
 from researchcrew.knowledge.loaders import FORMATS
 from researchcrew.net.address_policy import ALLOW_HINT, AddressPolicy, AddressRefused, ResolutionFailed
 from researchcrew.settings import Settings

@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from researchcrew.errors import DocumentError, DocumentInputError, KnowledgeBaseError, MemoryStoreError
 from researchcrew.knowledge.document_store import DocumentStatus, StoredDocument
-from researchcrew.knowledge.library import DocumentEvent, UploadedFile
+from researchcrew.knowledge.intake import UploadedFile
+from researchcrew.knowledge.library import DocumentEvent
 from researchcrew.knowledge.url_fetch import fetch
 from researchcrew.service.auth import CurrentUser
 from researchcrew.service.problems import ApiProblem, problem_for, problem_responses
