@@ -17,9 +17,11 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from researchcrew.contracts._base import StorableInput
 from researchcrew.errors import DocumentError, DocumentInputError, KnowledgeBaseError, MemoryStoreError
 from researchcrew.knowledge.document_store import DocumentStatus, StoredDocument
 from researchcrew.knowledge.intake import UploadedFile
@@ -79,7 +81,9 @@ class Accepted(BaseModel):
     documents: list[DocumentInfo] = Field(description="The documents accepted, queued for ingestion.")
 
 
-class UrlRequest(BaseModel):
+class UrlRequest(StorableInput):
+    """Documents to fetch from the web (through the address policy)."""
+
     model_config = ConfigDict(extra="forbid")
 
     urls: list[Annotated[str, Field(min_length=1, max_length=2048)]] = Field(min_length=1, max_length=1000)
@@ -142,8 +146,10 @@ async def _files(
     elif media_type == "application/json":
         try:
             parsed = UrlRequest.model_validate(read_json(body))
-        except (JsonInputError, ValueError) as error:
-            raise ApiProblem(422, f'Send {{"urls": [...], "collection": ...}}: {error}') from None
+        except JsonInputError as error:
+            raise ApiProblem(400, f"The body is not JSON: {error}") from None
+        except ValidationError as error:  # answered like any invalid body: a 422 naming each field
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in error.errors()]) from None
         if len(parsed.urls) > limits.max_files_per_request:
             raise ApiProblem(422, f"At most {limits.max_files_per_request} URLs per request.")
         with document_problems():
