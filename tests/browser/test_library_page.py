@@ -87,7 +87,7 @@ def test_a_researcher_uploads_watches_asks_and_deletes(
             page.screenshot(path=str(tmp_path / "library.png"))
 
             # A question the uploaded notes answer: the citation names the file and its section.
-            page.get_by_role("button", name="+ New session").click()
+            page.get_by_role("button", name="Back to questions").click()
             expect(page.locator("#library")).to_be_hidden()
             page.get_by_label("Your question").fill("What does the zorblax scheduler do?")
             page.get_by_label("Your question").press("Enter")

@@ -149,6 +149,7 @@
   }
 
   $("open-library").addEventListener("click", openLibrary);
+  $("close-library").addEventListener("click", closeLibrary);
   $("sessions").addEventListener("click", closeLibrary, true);
   $("new-session").addEventListener("click", closeLibrary, true);
   $("forget-key").addEventListener("click", () => {
