@@ -155,3 +155,32 @@ class CollectionConflictError(CollectionError):
 
 class CollectionForbiddenError(CollectionError):
     """The collection exists but the asking user may not change it (only its owner may)."""
+
+
+class DocumentError(ResearchCrewError):
+    """A document of the knowledge base cannot be added, read or changed as asked (see the subclasses)."""
+
+
+class DocumentInputError(DocumentError):
+    """An uploaded file or URL cannot be ingested (wrong type, empty, corrupt, unreadable); nothing was stored.
+    The message is the loader's reason. ``unsupported`` marks a file type no loader reads."""
+
+    def __init__(self, message: str, *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+
+
+class DocumentTooLargeError(DocumentError):
+    """A file larger than ``documents.max_file_bytes``."""
+
+
+class DocumentQuotaError(DocumentError):
+    """The user holds as many documents, or as many bytes, as ``documents`` allows."""
+
+
+class DocumentNotFoundError(DocumentError):
+    """No such document for this user (another user's documents answer exactly like missing ones)."""
+
+
+class DocumentForbiddenError(DocumentError):
+    """The user may not add documents to the collection named."""

@@ -569,6 +569,44 @@ class WebhooksSettings(_Group):
         return [str(parse_allow_entry(entry)) for entry in value]
 
 
+class DocumentsSettings(_Group):
+    """Documents uploaded over HTTP (`/v1/documents`): how large, how many per user, and where URLs may be fetched."""
+
+    max_file_bytes: int = Field(
+        default=20 * 1024 * 1024,
+        ge=1024,
+        le=1024 * 1024 * 1024,
+        description="Largest file one upload (or one fetched URL) may be; a larger one answers 413. Upload bodies may "
+        "be this large (plus the form's overhead), whatever `service.max_body_bytes` says for other requests.",
+    )
+    max_files_per_request: int = Field(default=20, ge=1, le=1000, description="Files (or URLs) in one request.")
+    max_documents_per_user: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Documents one user may hold (every status counts)."
+    )
+    max_bytes_per_user: int = Field(
+        default=1024 * 1024 * 1024,
+        ge=1024,
+        le=1024**4,
+        description="Total size of one user's stored documents; an upload that would pass it answers 409.",
+    )
+    fetch_timeout_s: float = Field(default=30.0, gt=0, le=600, description="Timeout for fetching one URL.")
+    allow: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Private hosts document URLs may be fetched from (public addresses only otherwise), written as "
+        "`webhooks.allow`: networks (`10.0.0.0/8`) and host names (`wiki.internal`, `*.corp.example`).",
+    )
+
+    @field_validator("allow", mode="before")
+    @classmethod
+    def _parse_allow(cls, value: Any) -> Any:
+        return WebhooksSettings._parse_allow(value)
+
+    @field_validator("allow")
+    @classmethod
+    def _allow_entries_parse(cls, value: list[str]) -> list[str]:
+        return WebhooksSettings._allow_entries_parse(value)
+
+
 class ConfidenceSettings(_Group):
     """How sure an answer is, and when not to answer (seed 001's confidence bands; issue 13).
 
@@ -903,6 +941,9 @@ class Settings(BaseSettings):
         default_factory=ClarificationSettings, description="Clarifying questions in quick answers."
     )
     deep: DeepResearchSettings = Field(default_factory=DeepResearchSettings, description="Deep research runs.")
+    documents: DocumentsSettings = Field(
+        default_factory=DocumentsSettings, description="Documents uploaded over HTTP: sizes and per-user limits."
+    )
 
     @field_validator("enabled_sources", "extra_sources", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from sqlalchemy import Boolean, Float, ForeignKey, Index, Integer, LargeBinary, 
 from sqlalchemy.orm import Mapped, mapped_column
 
 # The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
+from researchcrew.db import document_tables as _document_tables  # noqa: F401
 from researchcrew.db import job_tables as _job_tables  # noqa: F401
 from researchcrew.db.base import ID_LENGTH, Base, utcnow
 

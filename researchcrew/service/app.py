@@ -22,6 +22,9 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from starlette.routing import Route
 
+from researchcrew.knowledge.collections_store import CollectionsStore
+from researchcrew.knowledge.document_store import DocumentStore
+from researchcrew.knowledge.library import Library
 from researchcrew.redaction import install_log_redaction, remember_settings_secrets
 from researchcrew.runtime import Runtime, open_runtime
 from researchcrew.service.accounts import Accounts
@@ -38,6 +41,7 @@ from researchcrew.settings import Settings
 logger = logging.getLogger(__name__)
 
 API_VERSION = "1"
+_FORM_OVERHEAD_BYTES = 64 * 1024  # a document upload's body: the file and its multipart headers and fields
 _MIN_MEMORY_FLUSH_S = 10.0  # with no shutdown grace configured, memory writes still get the runtime's default
 
 
@@ -54,10 +58,15 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         active = runtime if runtime is not None else open_runtime(settings, **runtime_options)
         throttle = Throttle(settings.service, settings.redis)
         batch = ServiceBatch(active, settings)  # Jobs, and the embedded scheduler unless a separate one runs
+        library: Library | None = None
         try:
             await active.stages()  # crewAI, the model, Milvus and the memory store, paid now
             store = await active.memory_store()
             await batch.start()
+            library = Library(
+                settings, DocumentStore(store.engine), active.knowledge_base, access=CollectionsStore(store.engine)
+            )
+            await library.start()
             app.state.service = ServiceState(
                 settings=settings,
                 runtime=active,
@@ -65,6 +74,7 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
                 sessions=ChatSessions(store),
                 throttle=throttle,
                 jobs=batch.jobs,
+                library=library,
             )
             logger.info("researchcrew service ready (auth %s)", "on" if settings.service.auth else "off")
             async with mcp_endpoint.running(
@@ -78,6 +88,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
             try:
                 if isinstance(state, ServiceState):
                     await _finish_running(state.questions, grace_s)
+                if library is not None:
+                    await library.stop()  # an ingestion under way stops at its next batch; queued again on start
                 await batch.stop()  # the scheduler and the background runs, before the runtime closes
                 await throttle.aclose()
             finally:  # even when a step above failed: the memory writes of finished answers are not dropped
@@ -99,7 +111,8 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         dependencies=[Depends(check_request_input)],
     )
     install_problem_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes)
+    upload_limit = settings.documents.max_file_bytes + _FORM_OVERHEAD_BYTES
+    app.add_middleware(BodyLimit, max_bytes=settings.service.max_body_bytes, routes={"/v1/documents": upload_limit})
     from researchcrew.service import openai_compat, web
     from researchcrew.service.routes import deep_runs, direct, health, messages, sessions, usage
 
@@ -113,13 +126,14 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
         usage.router,
     ):
         app.include_router(router)
-    from researchcrew.service.routes import collections, jobs, kickoff
+    from researchcrew.service.routes import collections, documents, jobs, kickoff
 
     app.include_router(collections.router)  # document collections and who reads them
     app.include_router(jobs.router)  # batch jobs and runs
     app.include_router(kickoff.router)  # crewAI's deployed-crew API over one run
     mcp_endpoint = McpEndpoint(app)  # the MCP server over streamable HTTP, behind the same API keys
     app.router.routes.append(Route(MCP_PATH, endpoint=mcp_endpoint, include_in_schema=False))
+    app.include_router(documents.router)  # documents uploaded into the knowledge base
     web.install(app)  # the web page at / and its static files
     return app
 

@@ -37,6 +37,11 @@ from researchcrew.errors import (
     DeepRunExpiredError,
     DeepRunForbiddenError,
     DeepRunNotFoundError,
+    DocumentForbiddenError,
+    DocumentInputError,
+    DocumentNotFoundError,
+    DocumentQuotaError,
+    DocumentTooLargeError,
     JobConflictError,
     JobInputError,
     JobNotFoundError,
@@ -218,6 +223,11 @@ NAMED_PROBLEMS: tuple[_Named, ...] = (
     _Named((CollectionForbiddenError,), 403, "collection-forbidden"),
     _Named((CollectionConflictError,), 409, "collection-exists"),
     _Named((CollectionError,), 422, "invalid-collection"),
+    _Named((DocumentNotFoundError,), 404, "document-not-found", "No document {subject!r}: check the id."),
+    _Named((DocumentTooLargeError,), 413, "document-too-large"),
+    _Named((DocumentQuotaError,), 409, "document-quota"),
+    _Named((DocumentForbiddenError,), 403, "collection-forbidden"),
+    _Named((DocumentInputError,), 422, "invalid-document"),
     _Named((ConfigurationError,), 500, "misconfigured", "The service is misconfigured: {error}"),
 )
 

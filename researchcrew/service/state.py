@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from researchcrew.jobs.api import Jobs
+from researchcrew.knowledge.library import Library
 from researchcrew.runtime import Runtime
 from researchcrew.service.accounts import Accounts
 from researchcrew.service.chat_sessions import ChatSessions
@@ -26,6 +27,7 @@ class ServiceState:
     sessions: ChatSessions
     throttle: Throttle
     jobs: Jobs  # batch jobs of this process (researchcrew.service.batch)
+    library: Library  # documents added over HTTP, ingested in the background (researchcrew.knowledge.library)
     questions: set[asyncio.Task[object]] = field(default_factory=set)  # answers being researched right now
 
 

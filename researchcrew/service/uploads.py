@@ -60,14 +60,40 @@ async def read_upload(request: Request, *, filename: str | None = None) -> Uploa
     return Upload(name, _text(body, name))
 
 
-def _from_form(content_type: str, body: bytes) -> Upload:
+@dataclass
+class FilePart:
+    """A file of a ``multipart/form-data`` body, as sent (bytes: documents may be binary)."""
+
+    filename: str | None
+    media_type: str
+    content: bytes
+
+
+def read_form(content_type: str, body: bytes) -> tuple[list[FilePart], dict[str, str]]:
+    """The ``file`` parts (in order) and the text fields of a ``multipart/form-data`` body."""
+    files: list[FilePart] = []
+    fields: dict[str, str] = {}
+    for part in _form_parts(content_type, body):
+        name = part.get_param("name", header="content-disposition")
+        if name == FILE_FIELD or part.get_filename() is not None:
+            files.append(FilePart(part.get_filename(), part.get_content_type(), _payload(part)))
+        elif isinstance(name, str):
+            fields[name] = _text(_payload(part), f"the form field {name!r}")
+    return files, fields
+
+
+def _form_parts(content_type: str, body: bytes) -> list[EmailMessage]:
     head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1", "replace")
     message = BytesParser(policy=policy.HTTP).parsebytes(head + body)
     if not isinstance(message, EmailMessage) or not message.is_multipart():
         raise ApiProblem(422, "The multipart/form-data body cannot be read (a boundary is missing or wrong).")
+    return [part for part in message.iter_parts() if isinstance(part, EmailMessage)]
+
+
+def _from_form(content_type: str, body: bytes) -> Upload:
     upload: Upload | None = None
     fields: dict[str, str] = {}
-    for part in message.iter_parts():
+    for part in _form_parts(content_type, body):
         name = part.get_param("name", header="content-disposition")
         payload = _payload(part)
         if name == FILE_FIELD:

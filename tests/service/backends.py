@@ -13,7 +13,7 @@ import pytest
 from researchcrew.runtime import Runtime
 from researchcrew.service.accounts import Accounts
 from researchcrew.service.app import create_app
-from researchcrew.settings import MemorySettings, ServiceSettings, Settings
+from researchcrew.settings import DocumentsSettings, MemorySettings, ServiceSettings, Settings
 from tests.helpers.services import fresh_postgres_database
 from tests.service.support import LiveServer, default_tools, live_server
 
@@ -38,6 +38,7 @@ def live_service(data_dir: Path, backend: str, *, prefix: str = "rc_sweep") -> I
             data_dir=data_dir,
             service=ServiceSettings(rate_limit="100000/minute", max_concurrent_questions=100),
             memory=MemorySettings(database_url=url),
+            documents=DocumentsSettings(max_file_bytes=64 * 1024),  # a megabyte upload is refused, not ingested
         )
         app = create_app(settings, tools=default_tools())  # its runtime opens and closes on the server's loop
         server = stack.enter_context(live_server(app))

@@ -551,7 +551,8 @@
     $("passage-title").textContent = citation.title || citation.source_id || sourceName(citation.source_type);
     const authors = (citation.authors || []).slice(0, 4).join(", ") + ((citation.authors || []).length > 4 ? " et al." : "");
     const date = citation.source_date ? new Date(citation.source_date).getFullYear() : "";
-    $("passage-meta").textContent = [sourceName(citation.source_type), citation.location, authors, date].filter(Boolean).join(" · ");
+    const file = citation.file_name && citation.file_name !== citation.title ? citation.file_name : null;
+    $("passage-meta").textContent = [sourceName(citation.source_type), file, citation.location, authors, date].filter(Boolean).join(" · ");
     $("passage-text").textContent = citation.snippet || "(no passage text was kept for this source)";
     const href = safeHref(citation.url);
     const link = $("passage-link");
