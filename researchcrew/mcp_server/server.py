@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
@@ -43,8 +43,12 @@ from researchcrew.contracts.query import ResponseFormat
 from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 from researchcrew.mcp_server import results
 from researchcrew.mcp_server.calls import ResearchServer, alongside, guarded, one_line
+from researchcrew.mcp_server.documents import register_add_document
 from researchcrew.mcp_server.research import run_research
 from researchcrew.runtime import Runtime
+
+if TYPE_CHECKING:
+    from researchcrew.knowledge.library import Library
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +89,8 @@ class McpDoor:
     runtime: Callable[[], Runtime]
     sessions: Callable[[], Awaitable[SessionDirectory]]
     user_of: Callable[[Context[Any, Any, Any]], str]
+    # The service's documents (its Library); None on stdio, where `add_document` says to use `researchcrew ingest`.
+    library: Callable[[], Library | None] = lambda: None
 
 
 async def refuse_over_budget(runtime: Runtime, user_id: str) -> None:
@@ -242,6 +248,8 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
             return _tool_result("\n".join(lines) or "No sessions yet.", listed)
 
         return await guarded("list_sessions", work())
+
+    register_add_document(server, library=door.library, settings=lambda: door.runtime().settings, user_of=door.user_of)
 
     @server.resource("researchcrew://sessions/{session_id}", mime_type="text/markdown", title="A session's history")
     # Resource functions take the bare ``Context``: the SDK validates their arguments, and a parametrized

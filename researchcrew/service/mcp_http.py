@@ -36,6 +36,7 @@ from researchcrew.service.state import ServiceState, service_state
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from researchcrew.knowledge.library import Library
     from researchcrew.runtime import Runtime
 
 MCP_PATH = "/mcp"
@@ -66,6 +67,9 @@ class McpEndpoint:
     def _runtime(self) -> Runtime:
         return self._state().runtime
 
+    def _library(self) -> Library:
+        return self._state().library
+
     async def _sessions(self) -> SessionDirectory:
         return self._state().sessions
 
@@ -77,7 +81,8 @@ class McpEndpoint:
         options: dict[str, Any] = {"stateless_http": state.settings.service.workers > 1}
         if state.settings.service.auth:
             options["transport_security"] = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        server = build_server(McpDoor(runtime=self._runtime, sessions=self._sessions, user_of=_user_of), **options)
+        door = McpDoor(runtime=self._runtime, sessions=self._sessions, user_of=_user_of, library=self._library)
+        server = build_server(door, **options)
         server.streamable_http_app()  # makes the session manager
         manager = server.session_manager
         ready, stop = asyncio.Event(), asyncio.Event()

@@ -46,10 +46,11 @@ class McpService:
 
 
 @contextmanager
-def mcp_service(data_dir: Path, tools: Sequence[Tool], **service: Any) -> Iterator[McpService]:
-    """The service (its own runtime over ``tools``) on a free loopback port, with keys for ada and bob."""
+def mcp_service(data_dir: Path, tools: Sequence[Tool] | None, **service: Any) -> Iterator[McpService]:
+    """The service (its own runtime over ``tools``; None: the built-in sources over the data folder's knowledge
+    base) on a free loopback port, with keys for ada and bob."""
     settings: Settings = service_settings(data_dir, **service)
-    app = create_app(settings, tools=list(tools))
+    app = create_app(settings, tools=list(tools) if tools is not None else None)
     with live_server(app) as server:
         running = McpService(server, app)
         if settings.service.auth:

@@ -21,7 +21,7 @@ from tests.mcp.support import ProgressLog, http_session, mcp_service
 
 pytestmark = pytest.mark.slow
 
-TOOLS = {"ask", "search_knowledge_base", "research", "list_sessions"}
+TOOLS = {"ask", "search_knowledge_base", "research", "list_sessions", "add_document"}
 
 
 def text_of(result: Any) -> str:

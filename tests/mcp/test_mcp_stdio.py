@@ -81,7 +81,7 @@ async def test_every_tool_over_stdio(data_dir: Path) -> None:
         assert initialized.serverInfo.name == "researchcrew"
         assert initialized.capabilities.tools is not None and initialized.capabilities.resources is not None
         tools = {tool.name for tool in (await session.list_tools()).tools}
-        assert tools == {"ask", "search_knowledge_base", "research", "list_sessions"}
+        assert tools == {"ask", "search_knowledge_base", "research", "list_sessions", "add_document"}
 
         progress = ProgressLog()
         answer = await session.call_tool("ask", {"question": "What causes flaky tests?"}, progress_callback=progress)

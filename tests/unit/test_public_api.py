@@ -133,7 +133,7 @@ def test_each_deep_research_operation_has_one_name_at_every_door() -> None:
     assert not [name for name in dir(researchcrew.Runtime) if name.endswith("deep_run")]  # no shortcuts left
 
 
-MCP_TOOLS = {"ask", "search_knowledge_base", "research", "list_sessions"}
+MCP_TOOLS = {"ask", "search_knowledge_base", "research", "list_sessions", "add_document"}
 
 
 async def test_each_mcp_tool_is_named_as_its_operation_at_the_other_doors() -> None:
