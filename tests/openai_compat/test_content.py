@@ -105,7 +105,12 @@ def test_the_streamed_pieces_are_exactly_the_content() -> None:
 
 def test_usage_reads_the_answers_token_count_or_zeros() -> None:
     response = answer()
-    assert usage_of(response).model_dump() == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert usage_of(response).model_dump() == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+        "cost_usd": 0.0,  # no LLM call: exactly nothing spent
+    }
     counted = response.model_copy(update={"token_usage": TokenUsage(synthesis=TokenCount.of(120, 30))})
     usage = usage_of(counted)
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (120, 30, 150)

@@ -20,6 +20,19 @@ SINCE_PATTERN = r"^(\d{1,4}[hdw]|\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1
 router = APIRouter(prefix="/v1/usage", tags=["usage"], responses=problem_responses(400, 401, 422, 503))
 
 
+class UsageQuery(BaseModel):
+    """The view's query: an unknown parameter is refused (422), as on every list route."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    since: str = Field(
+        default="30d",
+        max_length=40,
+        pattern=SINCE_PATTERN,
+        description="How far back: 7d, 24h, 2w, or an ISO date or date-time (UTC when no zone is given).",
+    )
+
+
 class DayUsage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -57,17 +70,10 @@ def _day(usage: UsageDay) -> DayUsage:
 async def usage(
     service: Service,
     user: CurrentUser,
-    since: Annotated[
-        str,
-        Query(
-            max_length=40,
-            pattern=SINCE_PATTERN,
-            description="How far back: 7d, 24h, 2w, or an ISO date or date-time (UTC when no zone is given).",
-        ),
-    ] = "30d",
+    query: Annotated[UsageQuery, Query()],
 ) -> UsageView:
     try:
-        start = parse_since(since)
+        start = parse_since(query.since)
     except ValueError as error:
         raise ApiProblem(422, str(error), kind="invalid-since") from error
     ledger = await service.runtime.usage_ledger()
