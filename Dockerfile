@@ -18,7 +18,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     RESEARCHCREW_DATA_DIR=/data \
     RESEARCHCREW_EMBEDDING__CACHE_DIR=/opt/researchcrew/models
 
-# DejaVu Sans: the Unicode font the PDF export of deep research reports embeds (researchcrew/deep/export/pdf.py).
+# DejaVu Sans: the Unicode font the PDF export of deep research reports embeds (researchcrew/deep/export/_pdf.py).
 RUN apt-get update && apt-get install -y --no-install-recommends fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
 
 RUN pip install --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"

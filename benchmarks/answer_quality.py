@@ -383,7 +383,7 @@ async def ask_all(
 ) -> tuple[list[dict[str, Any]], float]:
     """Ingest ``corpus`` into a fresh knowledge base and ask its questions through the SDK."""
     from researchcrew.assistant import ResearchAssistant
-    from researchcrew.knowledge import schema
+    from researchcrew.knowledge import _schema as schema
     from researchcrew.knowledge.collection import KnowledgeBase
 
     settings = base.model_copy(update={"data_dir": base.data_dir / corpus.name})

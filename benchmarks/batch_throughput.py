@@ -181,7 +181,7 @@ async def run_job(jobs: Any, name: str, asked: list[str], *, executor: str) -> d
 
 async def slot_latency(jobs: Any) -> dict[str, Any]:
     """A job scheduled every minute: from its next slot to its first question starting."""
-    from researchcrew.jobs.store import JobStore
+    from researchcrew.jobs._store import JobStore
 
     await jobs.create("bench", name="every-minute", questions=questions(3), schedule="* * * * *")
     deadline = time.monotonic() + 150

@@ -1,4 +1,4 @@
-"""Fit the relevance calibration of the knowledge base (``researchcrew/knowledge/fusion.py``) on SciFact.
+"""Fit the relevance calibration of the knowledge base (``researchcrew/knowledge/_fusion.py``) on SciFact.
 
     .venv/bin/python benchmarks/calibrate_relevance.py --index /tmp/scifact_kb/scifact.db > calibration.json
 

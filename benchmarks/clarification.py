@@ -53,7 +53,7 @@ def ingest_demo_corpus(settings: Any) -> int:
 
 async def ask_all(settings: Any, rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     from researchcrew.assistant import ResearchAssistant
-    from researchcrew.pipeline.vagueness import vagueness
+    from researchcrew.pipeline._vagueness import vagueness
 
     results: list[dict[str, Any]] = []
     async with ResearchAssistant(settings, remember=False) as assistant:

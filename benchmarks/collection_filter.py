@@ -39,7 +39,7 @@ QUERIES = [
 
 
 def copy_into_private_collections(knowledge_base: Any, users: int) -> int:
-    from researchcrew.knowledge import schema
+    from researchcrew.knowledge import _schema as schema
     from researchcrew.knowledge.collection import _STORED_FIELDS
 
     fields = [*(_STORED_FIELDS[:-1]), schema.SEARCH_TEXT]

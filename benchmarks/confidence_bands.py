@@ -10,7 +10,7 @@ label, 22 + 22 per split).
 
 1. The demo corpus is ingested into a fresh Milvus Lite knowledge base.
 2. **Tuning (the tune split only).** For each question the knowledge base's top hits are scored once (question–
-   passage cosine and the share of the question's words found, ``pipeline/support.py``); a grid over
+   passage cosine and the share of the question's words found, ``pipeline/_support.py``); a grid over
    ``semantic_floor``, ``semantic_full`` and ``answer_min_support`` picks the gate with the best accuracy of
    "answer iff answerable" on the tune split; among equally accurate gates the one closest to the settings'
    defaults wins (the defaults stand unless the tune split shows a better gate), then the widest margin between
@@ -144,7 +144,7 @@ async def main() -> dict[str, Any]:
     from researchcrew.embedding.embedder import default_cache_dir, get_embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.knowledge.loaders import load_file
-    from researchcrew.pipeline.support import EmbeddingSupport
+    from researchcrew.pipeline._support import EmbeddingSupport
     from researchcrew.runtime import open_runtime
     from researchcrew.settings import ConfidenceSettings, EmbeddingSettings, Settings
     from researchcrew.tools.rag import to_context_chunk

@@ -57,8 +57,8 @@ quiet_crewai()
 phase("python + settings", t)
 t = now()
 import researchcrew.pipeline.flow, researchcrew.pipeline.assemble, researchcrew.pipeline.retrieve
-import researchcrew.pipeline.evaluate.evaluator, researchcrew.pipeline.synthesize.llm_writer
-import researchcrew.pipeline.synthesize.extractive, researchcrew.pipeline.synthesize.citations
+import researchcrew.pipeline.evaluate._evaluator, researchcrew.pipeline.synthesize._llm_writer
+import researchcrew.pipeline.synthesize.extractive, researchcrew.pipeline.synthesize._citations
 phase("import researchcrew flow + agents (no crewAI)", t)
 t = now()
 import researchcrew.tools.web

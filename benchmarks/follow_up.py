@@ -31,8 +31,8 @@ from benchmarks.machine import describe_cpu
 from researchcrew.memory.records import SessionSummary, SessionTurn
 from researchcrew.memory.store import MemoryStore
 from researchcrew.pipeline.assemble import _follow_up
-from researchcrew.pipeline.follow_up.rule import rule_rewrite
-from researchcrew.pipeline.follow_up.session import summary_after, turn_of
+from researchcrew.pipeline.follow_up._rule import rule_rewrite
+from researchcrew.pipeline.follow_up._session import summary_after, turn_of
 from researchcrew.pipeline.stages import ResearchStages
 from researchcrew.settings import Settings
 from researchcrew.testing.stages import scripted_stages

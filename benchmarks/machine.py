@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from researchcrew.embedding.cpu import read_cpu_info, usable_cpus
+from researchcrew.embedding._cpu import read_cpu_info, usable_cpus
 
 # x86 instruction-set extensions that change int8 / float matrix-multiply speed, in /proc/cpuinfo spelling.
 INT8_RELEVANT_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8")

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.serve_load import _read, ingest_in_child, wait_ready  # noqa: E402
-from researchcrew.mcp_server.server import OPERATION_MS  # noqa: E402
+from researchcrew.mcp_server._server import OPERATION_MS  # noqa: E402
 
 QUESTIONS = [
     "What causes flaky tests?",

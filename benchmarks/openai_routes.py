@@ -47,8 +47,8 @@ from benchmarks.machine import describe_cpu
 from researchcrew.contracts import FinalResponse
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.settings import EmbeddingSettings, ServiceSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk
 from tests.e2e.support import MODEL_CACHE_DIR

@@ -20,7 +20,7 @@ from researchcrew.contracts import FinalResponse, Query
 from researchcrew.contracts.deep import BudgetReport, DeepReport, PlanItem, QualityScores, ResearchPlan
 from researchcrew.contracts.synthesizer import AnswerSection, Citation, Claim
 from researchcrew.deep.export import FORMATS, export_report
-from researchcrew.deep.export.pdf import font_files
+from researchcrew.deep.export._pdf import font_files
 
 LATIN = "Pooled testing screens many samples with few tests by mixing them before testing, as reported"
 UNICODE = "Статистика σ² ≈ 0.5 — שלום עולם — مرحبا بالعالم 🔬 — Überprüfung"

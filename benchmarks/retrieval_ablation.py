@@ -94,8 +94,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from researchcrew.embedding.embedder import get_embedder
-    from researchcrew.knowledge.analysis import Analyzer
-    from researchcrew.knowledge.chunking import indexed_text, keyword_text
+    from researchcrew.knowledge._analysis import Analyzer
+    from researchcrew.knowledge._chunking import indexed_text, keyword_text
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.knowledge.evaluation import QuerySplit, corpus_documents, load_beir, report
     from researchcrew.settings import Settings

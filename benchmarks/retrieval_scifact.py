@@ -32,7 +32,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from researchcrew.cli._common import load_settings
-    from researchcrew.cli.evaluate import evaluate_beir
+    from researchcrew.cli._evaluate import evaluate_beir
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.knowledge.evaluation import QuerySplit, load_beir
 

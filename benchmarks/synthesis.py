@@ -23,7 +23,7 @@ from typing import Any
 
 from researchcrew.contracts import ContextChunk, ContradictionRecord, FilteredContext, Query, ScoredChunk
 from researchcrew.contracts.synthesizer import SynthesizerInput
-from researchcrew.pipeline.synthesize.citations import validate_citations
+from researchcrew.pipeline.synthesize._citations import validate_citations
 from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer, analysed_sentences
 from researchcrew.text.terms import term_set
 

@@ -130,7 +130,7 @@ class EmbeddingSettings(_Group):
         default=True,
         description="On the ONNX backend, quantise the model's matrix multiplications to int8 (per channel): about "
         "2.4-3x as fast on CPU; vectors stay within cosine 0.99 of the float model (about 0.98 on x86 CPUs without "
-        "VNNI, researchcrew.embedding.cpu; benchmarks/ingest_throughput.py).",
+        "VNNI, researchcrew.embedding._cpu; benchmarks/ingest_throughput.py).",
     )
 
 
@@ -616,7 +616,7 @@ class ConfidenceSettings(_Group):
     ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
     (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``) or none of
     whose sentences states the answer: the question's specific words with the kind of answer asked for
-    (``statement_*``, pipeline/statement.py). Before
+    (``statement_*``, pipeline/_statement.py). Before
     writing, the best support decides: at least ``answer_min_support`` → answer;
     below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
     confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band
@@ -669,7 +669,7 @@ class ConfidenceSettings(_Group):
         default=0.4,
         ge=0,
         le=1,
-        description="A passage on the question's subject may still not state its answer (pipeline/statement.py): "
+        description="A passage on the question's subject may still not state its answer (pipeline/_statement.py): "
         "its support is multiplied by statement_floor + (1 - statement_floor) × min(1, statement / statement_full), "
         "where statement is how well its best sentence holds the question's specific words and the kind of answer "
         "asked for (1 turns this off). Chosen on the tune split of benchmarks/answer_quality.py.",

@@ -25,7 +25,7 @@ if [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 
-# DejaVu Sans is the Unicode font of the PDF report export (deep/export/pdf.py); without it PDFs fall back to Latin-1.
+# DejaVu Sans is the Unicode font of the PDF report export (deep/export/_pdf.py); without it PDFs fall back to Latin-1.
 if [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] && command -v apt-get >/dev/null 2>&1; then
     as_root=""
     [ "$(id -u)" -eq 0 ] || as_root="sudo -n"

@@ -16,29 +16,29 @@ import click
 
 # name → (module, attribute, one-line help shown by --help without importing the module)
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
-    "ask": ("researchcrew.cli.ask", "ask", "Ask a research question and print a cited answer."),
+    "ask": ("researchcrew.cli._ask", "ask", "Ask a research question and print a cited answer."),
     "research": (
-        "researchcrew.cli.research",
+        "researchcrew.cli._research",
         "research",
         "Deep research: a plan you approve, each sub-question researched, one checked report.",
     ),
-    "ingest": ("researchcrew.cli.ingest", "ingest", "Load files, folders or globs into the knowledge base."),
-    "kb": ("researchcrew.cli.kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
-    "eval": ("researchcrew.cli.evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),
-    "memory": ("researchcrew.cli.memory", "memory", "Export or forget a user's memory."),
-    "usage": ("researchcrew.cli.usage", "usage", "A user's questions, tokens and cost by day."),
-    "jobs": ("researchcrew.cli.jobs", "jobs", "Batch research jobs: add, run (now or on a schedule), export."),
-    "worker": ("researchcrew.cli.jobs", "worker", "Research queued batch questions (Redis-backed workers)."),
-    "scheduler": ("researchcrew.cli.jobs", "scheduler", "Fire job schedules onto the queue (Redis)."),
-    "mcp": ("researchcrew.cli.mcp", "mcp", "Run the MCP server over stdio (Claude Desktop, IDEs, crewAI agents)."),
-    "serve": ("researchcrew.cli.serve", "serve", "Run the HTTP service: per-user sessions, streaming answers."),
-    "users": ("researchcrew.cli.users", "users", "Add, list and revoke the HTTP service's users and API keys."),
+    "ingest": ("researchcrew.cli._ingest", "ingest", "Load files, folders or globs into the knowledge base."),
+    "kb": ("researchcrew.cli._kb", "kb", "Inspect and maintain the knowledge base (stats, remove)."),
+    "eval": ("researchcrew.cli._evaluate", "eval_group", "Evaluate retrieval quality on labelled data (BEIR layout)."),
+    "memory": ("researchcrew.cli._memory", "memory", "Export or forget a user's memory."),
+    "usage": ("researchcrew.cli._usage", "usage", "A user's questions, tokens and cost by day."),
+    "jobs": ("researchcrew.cli._jobs", "jobs", "Batch research jobs: add, run (now or on a schedule), export."),
+    "worker": ("researchcrew.cli._jobs", "worker", "Research queued batch questions (Redis-backed workers)."),
+    "scheduler": ("researchcrew.cli._jobs", "scheduler", "Fire job schedules onto the queue (Redis)."),
+    "mcp": ("researchcrew.cli._mcp", "mcp", "Run the MCP server over stdio (Claude Desktop, IDEs, crewAI agents)."),
+    "serve": ("researchcrew.cli._serve", "serve", "Run the HTTP service: per-user sessions, streaming answers."),
+    "users": ("researchcrew.cli._users", "users", "Add, list and revoke the HTTP service's users and API keys."),
     "collections": (
-        "researchcrew.cli.collections",
+        "researchcrew.cli._collections",
         "collections",
         "Add, list and remove shared document collections and their members.",
     ),
-    "status": ("researchcrew.cli.status", "status", "Each source's health: healthy, or backing off after a failure."),
+    "status": ("researchcrew.cli._status", "status", "Each source's health: healthy, or backing off after a failure."),
 }
 
 

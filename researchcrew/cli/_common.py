@@ -88,7 +88,7 @@ def with_runtime(
 
 def local_option(command: Callable[..., Any]) -> Callable[..., Any]:
     """``--local``: run in this process even when a service of the data folder is running (the commands that need
-    the stores use it otherwise: ``researchcrew.client.discovery``)."""
+    the stores use it otherwise: ``researchcrew.client._discovery``)."""
     return click.option(
         "--local",
         "local",

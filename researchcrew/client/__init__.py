@@ -5,7 +5,7 @@ contracts an in-process runtime does; ``find_service`` decides whether a command
 service or runs in its own process, and says why. Light on purpose: httpx and the pydantic contracts only.
 """
 
-from researchcrew.client.discovery import LOCAL_ENVVAR, Route, find_service
-from researchcrew.client.transport import USER_HEADER, ServiceClient, problem_of
+from researchcrew.client._discovery import LOCAL_ENVVAR, Route, find_service
+from researchcrew.client._transport import USER_HEADER, ServiceClient, problem_of
 
 __all__ = ["LOCAL_ENVVAR", "USER_HEADER", "Route", "ServiceClient", "find_service", "problem_of"]

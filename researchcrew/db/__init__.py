@@ -8,6 +8,6 @@
 * ``failures`` — ``store_failure``: a database failure as an outage (retry later) or a failed operation.
 
 Each domain's repository lives beside its domain and stands on this package: ``memory/store.py`` (conversation
-memory), ``jobs/store.py``, ``service/accounts.py`` and ``service/chat_sessions.py``, ``deep/store.py``.
+memory), ``jobs/_store.py``, ``service/accounts.py`` and ``service/chat_sessions.py``, ``deep/store.py``.
 Nothing here imports from a domain (``tests/unit/test_layers.py``).
 """

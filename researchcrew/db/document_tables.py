@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from researchcrew.db.base import ID_LENGTH, Base
+from researchcrew.db._base import ID_LENGTH, Base
 
 DOCUMENT_ID_LENGTH = 32  # uuid4 hex
 

@@ -2,11 +2,11 @@
 
 They live in researchcrew's one database (SQLite by default, PostgreSQL at scale) and on its ``Base``, so that the
 Alembic migrations and ``tests/memory_store/test_migrations.py`` see one schema; their repository is
-``jobs/store.py``. Two constraints carry the
+``jobs/_store.py``. Two constraints carry the
 guarantees of issue 12:
 
 * ``job_run_items`` has the primary key ``(run_id, idx)``: a question of a run has exactly one row, and its
-  result is written into that row only by the worker holding its lease (see ``jobs/store.py``), so a question
+  result is written into that row only by the worker holding its lease (see ``jobs/_store.py``), so a question
   redelivered to a second worker can never produce a second result;
 * ``job_runs`` is unique on ``(job_id, slot_key)``: a schedule slot creates at most one run, however many
   schedulers fire it (manual runs have no slot key; NULLs never collide).
@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from researchcrew.db.base import ID_LENGTH, Base, utcnow
+from researchcrew.db._base import ID_LENGTH, Base, utcnow
 
 JOB_ID_LENGTH = 32  # uuid4 hex
 
@@ -97,7 +97,7 @@ class RunItemRow(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(128), default=None)
     lease_until: Mapped[datetime | None] = mapped_column(default=None)
-    # The lease holder's process (revision 0009, ``jobs/leases.py``): a process on the same host reclaims the
+    # The lease holder's process (revision 0009, ``jobs/_leases.py``): a process on the same host reclaims the
     # leases of one that is provably dead at once, instead of waiting for ``lease_until``.
     lease_host: Mapped[str | None] = mapped_column(String(255), default=None)
     lease_pid: Mapped[int | None] = mapped_column(Integer, default=None)

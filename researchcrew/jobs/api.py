@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import ValidationError
 
 from researchcrew.errors import JobInputError
+from researchcrew.jobs._execute import QuestionExecutor
+from researchcrew.jobs._exports import ExportFormat, to_csv, to_jsonl, to_markdown
+from researchcrew.jobs._store import JobStore
 from researchcrew.jobs.contracts import (
     CreatedJob,
     JobInfo,
@@ -37,10 +40,7 @@ from researchcrew.jobs.contracts import (
     QuestionResult,
     RunInfo,
 )
-from researchcrew.jobs.execute import QuestionExecutor
-from researchcrew.jobs.exports import ExportFormat, to_csv, to_jsonl, to_markdown
 from researchcrew.jobs.sources import LoadedQuestions, inline_questions, load_questions
-from researchcrew.jobs.store import JobStore
 
 if TYPE_CHECKING:
     from taskiq import AsyncBroker

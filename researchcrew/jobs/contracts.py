@@ -14,7 +14,7 @@ from researchcrew.contracts._base import Contract, Identifier, RequestContract, 
 from researchcrew.contracts.query import MAX_QUERY_CHARS, ResponseFormat
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ToolOptions
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
-from researchcrew.jobs.schedule import check_cron, check_timezone
+from researchcrew.jobs._schedule import check_cron, check_timezone
 from researchcrew.redaction import public_text
 
 

@@ -36,9 +36,9 @@ from researchcrew.settings import Settings
 if TYPE_CHECKING:
     from taskiq_redis import RedisStreamBroker
 
+    from researchcrew.jobs._execute import QuestionExecutor
+    from researchcrew.jobs._store import JobStore
     from researchcrew.jobs.contracts import RunInfo
-    from researchcrew.jobs.execute import QuestionExecutor
-    from researchcrew.jobs.store import JobStore
     from researchcrew.runtime import Runtime
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ STREAM_MAXLEN = 1_000_000  # entries kept in the stream (acknowledged ones inclu
 
 def process_name() -> str:
     """How this process signs its leases and results: host and pid (``leases.this_process`` has the rest)."""
-    from researchcrew.jobs.leases import this_process
+    from researchcrew.jobs._leases import this_process
 
     return this_process().name
 
@@ -238,8 +238,8 @@ def worker_broker() -> AsyncBroker:
     register_tasks(broker)
 
     async def open_resources(state: TaskiqState) -> None:
-        from researchcrew.jobs.execute import QuestionExecutor
-        from researchcrew.jobs.store import JobStore
+        from researchcrew.jobs._execute import QuestionExecutor
+        from researchcrew.jobs._store import JobStore
         from researchcrew.runtime import open_runtime
 
         runtime = open_runtime(settings)

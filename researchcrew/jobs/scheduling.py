@@ -5,7 +5,7 @@ when it is due (checked every second). Our source turns each scheduled job into 
 slot, each with the slot in its arguments and its own schedule id (``<job id>@<slot key>``):
 
 * the job's next slot; and
-* per the catch-up policy (``schedule.py``), its latest past slot when that slot has no run yet — so a scheduler
+* per the catch-up policy (``_schedule.py``), its latest past slot when that slot has no run yet — so a scheduler
   that was down, or started late, runs a missed slot once.
 
 Why not taskiq's own cron schedules: a cron schedule carries no slot identity (two schedulers, or a restarted
@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING
 
 from taskiq import ScheduledTask, ScheduleSource
 
+from researchcrew.jobs._schedule import due_slots, slot_key
+from researchcrew.jobs._store import JobStore
 from researchcrew.jobs.queue import TASK_FIRE
-from researchcrew.jobs.schedule import due_slots, slot_key
-from researchcrew.jobs.store import JobStore
 from researchcrew.settings import JobsSettings, Settings
 
 if TYPE_CHECKING:

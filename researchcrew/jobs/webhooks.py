@@ -25,8 +25,8 @@ import logging
 import httpx
 from tenacity import AsyncRetrying, RetryError, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from researchcrew.jobs._store import JobStore
 from researchcrew.jobs.contracts import RunInfo
-from researchcrew.jobs.store import JobStore
 from researchcrew.net.address_policy import AddressPolicy, AddressRefused, Destination, ResolutionFailed
 from researchcrew.redaction import mask_url
 from researchcrew.settings import JobsSettings, Settings

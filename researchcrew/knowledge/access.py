@@ -19,7 +19,7 @@ import re
 from typing import Protocol
 
 from researchcrew.errors import CollectionError
-from researchcrew.knowledge.schema import SHARED
+from researchcrew.knowledge._schema import SHARED
 
 PRIVATE_PREFIX = "user:"
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")

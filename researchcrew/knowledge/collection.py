@@ -33,15 +33,15 @@ from pydantic import Field
 from researchcrew.blocking import BlockingPool
 from researchcrew.contracts._base import Contract
 from researchcrew.errors import KnowledgeBaseError
-from researchcrew.knowledge import schema
+from researchcrew.knowledge import _schema as schema
+from researchcrew.knowledge._analysis import ANALYZER_VERSION, default_analyzer
+from researchcrew.knowledge._chunking import Chunker, indexed_text, keyword_texts
+from researchcrew.knowledge._store import CollectionStore
+from researchcrew.knowledge._tokens import TokenCounter, token_counter_for
 from researchcrew.knowledge.access import check_collection
-from researchcrew.knowledge.analysis import ANALYZER_VERSION, default_analyzer
-from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_texts
 from researchcrew.knowledge.documents import Chunk, Document
 from researchcrew.knowledge.filters import SearchFilters
 from researchcrew.knowledge.search import Searcher, SearchHit
-from researchcrew.knowledge.store import CollectionStore
-from researchcrew.knowledge.tokens import TokenCounter, token_counter_for
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract
-from researchcrew.knowledge import schema
+from researchcrew.knowledge import _schema as schema
 
 MetadataValue = str | int | float | bool
 

@@ -25,11 +25,11 @@ from pydantic import Field
 
 from researchcrew.contracts._base import Contract
 from researchcrew.errors import KnowledgeBaseError, ModelUnavailableError
+from researchcrew.knowledge._schema import SHARED
 from researchcrew.knowledge.access import check_collection
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.loaders import IngestIssue, discover, load_file, parse_field_map
-from researchcrew.knowledge.loaders.base import file_key
-from researchcrew.knowledge.schema import SHARED
+from researchcrew.knowledge.loaders._base import file_key
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -34,14 +34,16 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from researchcrew.contracts._base import Contract
-from researchcrew.knowledge import exact, fusion, schema
-from researchcrew.knowledge.analysis import default_analyzer
+from researchcrew.knowledge import _exact as exact
+from researchcrew.knowledge import _fusion as fusion
+from researchcrew.knowledge import _schema as schema
+from researchcrew.knowledge._analysis import default_analyzer
+from researchcrew.knowledge._rerank import Reranker
 from researchcrew.knowledge.filters import DateHint, SearchFilters, parse_date_hint
-from researchcrew.knowledge.rerank import Reranker
 
 if TYPE_CHECKING:
     from researchcrew.embedding.embedder import Embedder
-    from researchcrew.knowledge.store import CollectionStore
+    from researchcrew.knowledge._store import CollectionStore
     from researchcrew.settings import RetrievalSettings
 
 logger = logging.getLogger(__name__)

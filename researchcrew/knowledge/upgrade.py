@@ -22,7 +22,7 @@ from pydantic import Field
 
 from researchcrew.contracts._base import Contract
 from researchcrew.errors import KnowledgeBaseError
-from researchcrew.knowledge import schema
+from researchcrew.knowledge import _schema as schema
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.collection import KnowledgeBase, ReindexReport

@@ -40,10 +40,10 @@ from pydantic import ValidationError
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import MemoryStoreError
+from researchcrew.memory._zep_recall import RESPONSE_ID_KEY, SESSION_ID_KEY, USER_ID_KEY
 from researchcrew.memory.records import OutboxItem, OutboxWrite
 from researchcrew.memory.store import message_id
 from researchcrew.memory.zep import ZepError, ZepMemory, ZepMessage
-from researchcrew.memory.zep_recall import RESPONSE_ID_KEY, SESSION_ID_KEY, USER_ID_KEY
 
 logger = logging.getLogger(__name__)
 

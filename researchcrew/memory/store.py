@@ -9,8 +9,8 @@ Every method raises ``MemoryStoreError`` when the database cannot be reached or 
 ``ValueError`` for usage mistakes. Records are the pydantic models of ``researchcrew.memory.records``.
 
 Where things live: history and recall reads in ``exchanges.py`` (synchronous functions run by ``db.Reader``),
-the recall cache in ``recall.py``, the entity and preferences SQL in ``graph_store.py``, the outbox SQL in
-``outbox_store.py``; the tables in ``researchcrew/db/models.py`` and their history in ``researchcrew/db/migrations/``.
+the recall cache in ``recall.py``, the entity and preferences SQL in ``_graph_store.py``, the outbox SQL in
+``_outbox_store.py``; the tables in ``researchcrew/db/models.py`` and their history in ``researchcrew/db/migrations/``.
 Export and forget cover every table keyed by the user, also other domains' (deep runs, chat sessions, jobs).
 """
 
@@ -50,7 +50,10 @@ from researchcrew.db.models import (
     UserStateRow,
 )
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
-from researchcrew.memory import exchanges, graph_store, outbox_store, session_store
+from researchcrew.memory import _graph_store as graph_store
+from researchcrew.memory import _outbox_store as outbox_store
+from researchcrew.memory import _session_store as session_store
+from researchcrew.memory import exchanges
 from researchcrew.memory.recall import (
     DEFAULT_CACHE_MAX_VECTORS,
     DEFAULT_LEXICAL_WEIGHT,

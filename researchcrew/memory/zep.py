@@ -36,8 +36,7 @@ from zep_python.core.pydantic_utilities import pydantic_v1
 from zep_python.types import Memory, Message, MessageListResponse, Session
 
 from researchcrew.errors import FailureKind, MemoryStoreError, ToolError
-from researchcrew.memory.records import RecalledExchange
-from researchcrew.memory.zep_recall import (
+from researchcrew.memory._zep_recall import (
     MESSAGE_ID_KEY,
     SESSION_ID_KEY,
     USER_ID_KEY,
@@ -45,6 +44,7 @@ from researchcrew.memory.zep_recall import (
     message_hits,
     ranked,
 )
+from researchcrew.memory.records import RecalledExchange
 from researchcrew.net.response_limits import MEGABYTE, CappedTransport, ResponseTooLargeError
 from researchcrew.settings import ZepSettings
 
@@ -287,7 +287,7 @@ class ZepMemory:
         min_relevance: float = 0.0,
     ) -> list[RecalledExchange]:
         """The user's earlier exchanges (and Zep facts) relevant to the query, from Zep's session search, plus
-        the facts of the session's memory when a session is given. Never another user's: see zep_recall.py."""
+        the facts of the session's memory when a session is given. Never another user's: see _zep_recall.py."""
         if limit <= 0 or not query_text.strip():
             return []
         options: dict[str, Any] = {

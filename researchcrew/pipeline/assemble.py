@@ -49,13 +49,13 @@ def assemble_stages(
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
     session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
     recent failure (None: every question tries every source)."""
+    from researchcrew.pipeline._support import EmbeddingSupport, relevance_support
     from researchcrew.pipeline.clarify import evidence_clarifier
-    from researchcrew.pipeline.evaluate.evaluator import Evaluator
+    from researchcrew.pipeline.evaluate._evaluator import Evaluator
     from researchcrew.pipeline.retrieve import Retriever
-    from researchcrew.pipeline.support import EmbeddingSupport, relevance_support
-    from researchcrew.pipeline.synthesize.citations import validate_citations
+    from researchcrew.pipeline.synthesize._citations import validate_citations
+    from researchcrew.pipeline.synthesize._llm_writer import Synthesizer
     from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
-    from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
 
     def check(response: FinalResponse, given: Sequence[ContextChunk]) -> FinalResponse:
         return validate_citations(response, given)
@@ -104,8 +104,8 @@ def _follow_up(
     """The follow-up stage's fields of ``ResearchStages``: where the session's summary is read, and who rewrites."""
     if not settings.follow_up.enabled or memory_store is None:
         return {}
-    from researchcrew.pipeline.follow_up.llm import llm_rewriter
-    from researchcrew.pipeline.follow_up.session import RECENT_TURNS, summary_from_history
+    from researchcrew.pipeline.follow_up._llm import llm_rewriter
+    from researchcrew.pipeline.follow_up._session import RECENT_TURNS, summary_from_history
 
     store = memory_store
     wait_s = settings.follow_up.wait_for_memory_s

@@ -37,7 +37,7 @@ from researchcrew.contracts.query import MAX_QUERY_CHARS, Query
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
 from researchcrew.llm.fence import block
 from researchcrew.memory.statements import personal_question
-from researchcrew.pipeline.vagueness import Vagueness, vagueness
+from researchcrew.pipeline._vagueness import Vagueness, vagueness
 from researchcrew.text.terms import QUERY_STOP_WORDS, stem, term_words
 
 if TYPE_CHECKING:

@@ -53,14 +53,14 @@ from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
 from researchcrew.llm.usage import UsageMeter
-from researchcrew.pipeline.assessment import assess_answer, band, uncertainty_reason
+from researchcrew.pipeline._assessment import assess_answer, band, uncertainty_reason
+from researchcrew.pipeline._guard import check_question
+from researchcrew.pipeline._routing import Flow, listen, or_, router, start
+from researchcrew.pipeline._support import Support
 from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
-from researchcrew.pipeline.guard import check_question
 from researchcrew.pipeline.progress import ProgressReporter, reporting
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
-from researchcrew.pipeline.routing import Flow, listen, or_, router, start
-from researchcrew.pipeline.support import Support
-from researchcrew.pipeline.synthesize.confidence import coverage_metrics
+from researchcrew.pipeline.synthesize._confidence import coverage_metrics
 
 if TYPE_CHECKING:
     from researchcrew.pipeline.stages import ResearchStages
@@ -116,7 +116,7 @@ class ResearchFlow(Flow):
     def __init__(self, stages: ResearchStages, state: ResearchState) -> None:
         self.state = state
         self._stages = stages
-        self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (support.py)
+        self._supports: dict[str, Support] = {}  # chunk id → how well it supports the question (_support.py)
         self._failures: dict[str, SourceReport] = {}  # tool name → its first failure in this run
         self._meter = UsageMeter()
         # time.monotonic() when the last retrieval ended, or when its time limit did if it ran past it
@@ -302,7 +302,7 @@ class ResearchFlow(Flow):
     @router(evaluate)
     async def assess_confidence(self) -> str:
         """The evidence gate: answer when the best evidence supports the *question asked* well enough (support is
-        measured the same way for every source, pipeline/support.py); reformulate when it is weak (and widen the
+        measured the same way for every source, pipeline/_support.py); reformulate when it is weak (and widen the
         search when nothing on topic was found: a miss); else give the uncertainty answer. A question too vague or
         too broad to answer well gets clarifying questions instead, decided on the first evidence."""
         started = time.monotonic()
@@ -493,7 +493,7 @@ class ResearchFlow(Flow):
         self.state.response = response.model_copy(update={"final_reason": reason})
 
     def _assessed(self, response: FinalResponse) -> FinalResponse:
-        """The written answer with its confidence computed over the evidence it cites (pipeline/assessment.py):
+        """The written answer with its confidence computed over the evidence it cites (pipeline/_assessment.py):
         level, one-line reason, and the caveat its band calls for."""
         evaluation = _require(self.state.evaluation, "evaluation output")
         assessment = assess_answer(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from researchcrew.contracts.chunks import ContextChunk, SourceReport
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import FinalResponse
-from researchcrew.pipeline.synthesize.citations import citation_for
+from researchcrew.pipeline.synthesize._citations import citation_for
 
 
 def source_caveats(reports: Sequence[SourceReport]) -> list[str]:

@@ -33,17 +33,17 @@ from researchcrew.contracts import (
 from researchcrew.errors import MemoryStoreError
 from researchcrew.llm.pricing import Pricing
 from researchcrew.memory.records import SessionSummary
+from researchcrew.pipeline._support import Support, SupportScorer, relevance_support
 from researchcrew.pipeline.clarify import Clarifier, never_clarify
-from researchcrew.pipeline.follow_up.base import (
+from researchcrew.pipeline.follow_up._base import (
     FollowUpRewriter,
     Rewrite,
     SessionContextLoader,
     no_session_context,
     unchanged,
 )
-from researchcrew.pipeline.follow_up.rule import rule_rewrite
+from researchcrew.pipeline.follow_up._rule import rule_rewrite
 from researchcrew.pipeline.reformulate import Reformulator, deterministic_reformulation
-from researchcrew.pipeline.support import Support, SupportScorer, relevance_support
 from researchcrew.settings import ConfidenceSettings
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class ResearchStages:
     # Why exchanges cannot be remembered now (the memory store could not be opened); None when memory works or is
     # off by design. The Flow then says so in the answer (memory_status "unavailable" and a caveat).
     memory_unavailable: str | None = None
-    # How well each piece of evidence supports the question (see pipeline/support.py), and the bands it feeds.
+    # How well each piece of evidence supports the question (see pipeline/_support.py), and the bands it feeds.
     support: SupportScorer = relevance_support
     confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
     # What the LLM stages' tokens cost (FinalResponse.cost); without a model every token is "price unknown".

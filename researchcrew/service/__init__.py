@@ -13,20 +13,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from researchcrew.service.app import create_app
-    from researchcrew.service.auth import CurrentUser, User
-    from researchcrew.service.problems import ApiProblem
-    from researchcrew.service.state import Service, ServiceState
+    from researchcrew.service._app import create_app
+    from researchcrew.service._auth import CurrentUser, User
+    from researchcrew.service._problems import ApiProblem
+    from researchcrew.service._state import Service, ServiceState
 
 __all__ = ["ApiProblem", "CurrentUser", "Service", "ServiceState", "User", "create_app"]
 
 _HOMES = {
-    "create_app": "researchcrew.service.app",
-    "CurrentUser": "researchcrew.service.auth",
-    "User": "researchcrew.service.auth",
-    "ApiProblem": "researchcrew.service.problems",
-    "Service": "researchcrew.service.state",
-    "ServiceState": "researchcrew.service.state",
+    "create_app": "researchcrew.service._app",
+    "CurrentUser": "researchcrew.service._auth",
+    "User": "researchcrew.service._auth",
+    "ApiProblem": "researchcrew.service._problems",
+    "Service": "researchcrew.service._state",
+    "ServiceState": "researchcrew.service._state",
 }
 
 

@@ -54,7 +54,7 @@ class BriefStartupFailure:
 
 def app_from_environment() -> Any:
     """The app of each ``serve --workers`` process (``uvicorn --factory``): settings from the environment."""
-    from researchcrew.service.app import app_from_environment as build
+    from researchcrew.service._app import app_from_environment as build
 
     return BriefStartupFailure(build())
 
@@ -101,7 +101,7 @@ def run(settings: Settings, *, log_level: str = "info") -> None:
         "server_header": False,
     }
     if service.workers == 1:
-        from researchcrew.service.app import create_app
+        from researchcrew.service._app import create_app
 
         app = BriefStartupFailure(create_app(settings))
         if not service.local_socket:
@@ -118,10 +118,10 @@ def run(settings: Settings, *, log_level: str = "info") -> None:
 
 
 def _serve_with_local_socket(config: Any, settings: Settings) -> None:
-    """One app on the TCP port and on the data folder's Unix socket (``researchcrew.service.local_socket``)."""
+    """One app on the TCP port and on the data folder's Unix socket (``researchcrew.service._local_socket``)."""
     import uvicorn
 
-    from researchcrew.service.local_socket import bind_local_socket, remove_local_socket
+    from researchcrew.service._local_socket import bind_local_socket, remove_local_socket
 
     path = settings.service_socket_path
     settings.ensure_data_dir()

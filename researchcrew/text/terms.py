@@ -15,7 +15,7 @@ a keyword search query: "not", "more", "before"). So:
 words stay apart. Snowball English was measured in its place and not kept: it also merges derivations
 ("activated"/"activity" → "activ", "regional"/"region", "positivity"/"positively"), which on SciFact changed
 the sentences the extractive synthesizer quotes in 145 of 240 answers, often for worse. BM25
-(``knowledge/analysis.py``) keeps Snowball and Lucene's 33 stop words: its analysis is part of the stored index
+(``knowledge/_analysis.py``) keeps Snowball and Lucene's 33 stop words: its analysis is part of the stored index
 format (``ANALYZER_VERSION``), and there the recall of derivational merging is measured to help.
 
 Deliberately small and fast (no model): this runs for every sentence of every piece of evidence.

@@ -2,7 +2,7 @@
 
 The concrete tools are imported lazily (``researchcrew.tools.rag``, ``.web``, ``.arxiv``, ``.memory_recall``) so that
 importing the interface does not pull in pymilvus, firecrawl or zep-python. ``from_crewai`` (a crewai-tools or
-crewAI ``BaseTool`` instance as a source, ``tools/crewai_source.py``) is loaded on first use too.
+crewAI ``BaseTool`` instance as a source, ``tools/_crewai_source.py``) is loaded on first use too.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 from researchcrew.tools.base import Tool, ToolResult, validate_chunks
 
 if TYPE_CHECKING:
-    from researchcrew.tools.crewai_source import CrewAISource, from_crewai
+    from researchcrew.tools._crewai_source import CrewAISource, from_crewai
 
 __all__ = ["CrewAISource", "Tool", "ToolResult", "from_crewai", "validate_chunks"]
 
 
 def __getattr__(name: str) -> Any:
     if name in ("CrewAISource", "from_crewai"):
-        from researchcrew.tools import crewai_source
+        from researchcrew.tools import _crewai_source as crewai_source
 
         return getattr(crewai_source, name)
     raise AttributeError(f"module 'researchcrew.tools' has no attribute {name!r}")

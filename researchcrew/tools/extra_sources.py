@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from researchcrew.errors import ConfigurationError
 from researchcrew.settings import environment_variable
-from researchcrew.tools.crewai_source import CrewAISource, from_crewai
+from researchcrew.tools._crewai_source import CrewAISource, from_crewai
 
 if TYPE_CHECKING:
     from researchcrew.settings import Settings

@@ -19,7 +19,7 @@ graph is built from the assistant's answers, so this chunk is context (``speaker
 A question about the conversation itself ("What did I ask before?", "what did we discuss last time?") is answered
 from the conversation: the session's most recent exchanges (the user's, when the session has none) are recalled
 beside the topical matches, every chunk marked ``metadata["recalled_as"] = "conversation"`` so that the answer's
-confidence treats them as the first-hand evidence they are for such a question (pipeline/support.py).
+confidence treats them as the first-hand evidence they are for such a question (pipeline/_support.py).
 
 A question about the user's own facts ("what is my project code?", "what's my name?", "which database am I using?")
 is answered by what the user said (memory/statements.py): the user's latest messages (of all their sessions, or of

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from researchcrew.runtime import open_runtime
-from researchcrew.service.app import create_app
+from researchcrew.service._app import create_app
 from tests.browser.test_web_page import CHROMIUM_FLAGS, Page, _add_user, _outside, chromium_path  # noqa: F401
 from tests.ingestion.files import write_pdf
 from tests.service.support import live_server

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from researchcrew.service.web import STATIC_DIR
+from researchcrew.service._web import STATIC_DIR
 from tests.openai_compat.support import running_service, service_settings
 
 

@@ -24,8 +24,8 @@ import pytest
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.documents import Document
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.settings import ArxivSettings, RetrievalSettings, ServiceSettings
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import demo_documents, offline_settings, shared_embedder

@@ -18,7 +18,7 @@ from crewai.tools import BaseTool
 from crewai_tools import ScrapeWebsiteTool, SerperDevTool
 from pydantic import BaseModel, Field
 
-from researchcrew.tools.crewai_source import CrewAISource, from_crewai
+from researchcrew.tools._crewai_source import CrewAISource, from_crewai
 from tests.loopback.server import LoopbackServer, Reply, Request, closed_port
 
 SERPER_KEY = "serper-test-key"

@@ -13,8 +13,8 @@ from researchcrew.contracts import (
     ScoredChunk,
 )
 from researchcrew.contracts.deep import PlanItem, ResearchPlan
-from researchcrew.deep.research import SubQuestionResult
-from researchcrew.pipeline.synthesize.citations import citation_for
+from researchcrew.deep._research import SubQuestionResult
+from researchcrew.pipeline.synthesize._citations import citation_for
 from researchcrew.testing import fake_chunk
 
 

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from researchcrew.deep.export import FORMATS, MEDIA_TYPES, export_report, file_name, format_for
-from researchcrew.deep.export.document import TOC_MIN_SECTIONS
-from researchcrew.deep.export.pdf import font_files
+from researchcrew.deep.export._document import TOC_MIN_SECTIONS
+from researchcrew.deep.export._pdf import font_files
 from researchcrew.errors import ConfigurationError
 from tests.deep.export_support import (
     citation,
@@ -219,7 +219,7 @@ def test_a_literature_review_lists_each_themes_sources_by_title_in_every_format(
 @settings(max_examples=60, deadline=None)
 @given(texts=st.lists(st.text(min_size=1, max_size=80), min_size=1, max_size=4))
 def test_any_statement_text_reads_back_literally_from_markdown_and_html(texts: list[str]) -> None:
-    from researchcrew.deep.export.document import clean
+    from researchcrew.deep.export._document import clean
 
     kept = [text for text in texts if clean(text)]
     report = make_report("Q?", [("1. Q?", [(text, [1]) for text in kept])], CITATIONS[:1])

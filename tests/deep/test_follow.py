@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from researchcrew.contracts import ContextChunk, RetrieverInput
-from researchcrew.deep.follow import FollowingRetriever, ReferenceFollower, relevance_to, title_matches
+from researchcrew.deep._follow import FollowingRetriever, ReferenceFollower, relevance_to, title_matches
 from researchcrew.settings import DeepResearchSettings
 from researchcrew.testing import FakeTool, fake_chunk
 from researchcrew.testing.stages import ScriptedRetriever

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from researchcrew.contracts.deep import PlanChoice, PlanDecision, PlanItem, ResearchPlan
-from researchcrew.deep.plan import apply_decision, llm_plan, read_decision, rule_plan, topic_of
+from researchcrew.deep._plan import apply_decision, llm_plan, read_decision, rule_plan, topic_of
 from researchcrew.errors import PlanDecisionError
 from researchcrew.pipeline.clarify import EvidenceSummary
 from researchcrew.testing import FakeLLM

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from researchcrew.contracts import CitationStats
 from researchcrew.contracts.deep import PlanItem, ResearchPlan
-from researchcrew.deep.quality import score_report, section_number, sections_by_position
+from researchcrew.deep._quality import score_report, section_number, sections_by_position
 from tests.deep.builders import answer, scored
 
 METAMORPHIC = scored("rag-1", "Metamorphic testing checks relations between outputs of machine learning systems.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from researchcrew.deep.references import (
+from researchcrew.deep._references import (
     detect_references,
     entry_target,
     parse_entries,

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from researchcrew.contracts import Query
-from researchcrew.deep.report import assemble_report, extractive_retry, llm_retry
+from researchcrew.deep._report import assemble_report, extractive_retry, llm_retry
 from researchcrew.settings import EvaluationSettings
 from researchcrew.testing import FakeLLM
 from tests.deep.builders import plan_of, result, scored

@@ -15,9 +15,9 @@ from pydantic import ValidationError
 from researchcrew.contracts import UserPreferences
 from researchcrew.contracts.deep import DeepOptions, DeepReport, ReportLength, ReportType
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.deep.quality import sections_by_position
-from researchcrew.deep.shape import ReportShape
-from researchcrew.deep.shape_plan import comparison_subjects
+from researchcrew.deep._quality import sections_by_position
+from researchcrew.deep._shape import ReportShape
+from researchcrew.deep._shape_plan import comparison_subjects
 from researchcrew.runtime import open_runtime
 from researchcrew.settings import Settings
 from researchcrew.testing import FakeLLM

@@ -1,6 +1,6 @@
 """An extractive `researchcrew ask` (no LLM configured) in a fresh process imports none of the heavy libraries it
 does not use (issue 19): crewAI and what crewAI drags in (chromadb, fastapi, litellm, LanceDB, the openai SDK), and
-SciPy. The quick pipeline's Flow routes without crewAI (``pipeline/routing.py``); crewAI comes in with an LLM.
+SciPy. The quick pipeline's Flow routes without crewAI (``pipeline/_routing.py``); crewAI comes in with an LLM.
 
 pandas is not on the list: pymilvus 3 imports it at the top of its ORM modules, which the knowledge base needs."""
 
@@ -19,7 +19,7 @@ from tests.e2e.support import offline_environment
 pytestmark = pytest.mark.slow  # the embedding model, Milvus Lite, a fresh interpreter
 
 # scipy: pymilvus imports scipy.sparse on a process's first search only to ask whether the query is a SciPy matrix
-# (knowledge/store.py tells it there is none).
+# (knowledge/_store.py tells it there is none).
 NOT_NEEDED = ("crewai", "chromadb", "fastapi", "litellm", "lancedb", "openai", "uvicorn", "scipy")
 
 PROBE = """

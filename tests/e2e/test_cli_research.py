@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from researchcrew.cli import cli
-from researchcrew.cli.research import _Decision, parse_plan_commands
+from researchcrew.cli._research import _Decision, parse_plan_commands
 from researchcrew.contracts.deep import DeepRun, PlanChoice, PlanItem, ResearchPlan
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase

@@ -21,7 +21,7 @@ from researchcrew.knowledge.collections_store import CollectionsStore
 from researchcrew.knowledge.documents import Document
 from researchcrew.memory.store import MemoryStore
 from researchcrew.pipeline.retrieve import Retriever
-from researchcrew.service.app import create_app
+from researchcrew.service._app import create_app
 from researchcrew.settings import DeepResearchSettings, RetrievalSettings, ServiceSettings
 from researchcrew.tools.rag import RAGTool
 from tests.e2e.support import demo_documents, offline_settings

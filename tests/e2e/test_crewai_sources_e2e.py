@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.cli import cli
 from researchcrew.runtime import open_runtime
-from researchcrew.service.app import create_app
+from researchcrew.service._app import create_app
 from researchcrew.settings import RetrievalSettings, Settings
-from researchcrew.tools.crewai_source import from_crewai
+from researchcrew.tools._crewai_source import from_crewai
 from tests.contract.test_crewai_sources import PAGE, SERPER_KEY, HangingTool, serper_route
 from tests.e2e.support import SpyTool, offline_environment, offline_settings
 from tests.e2e.test_llm_answers import CHUNKS, QUESTION

@@ -122,7 +122,7 @@ async def test_a_failure_in_the_lifespan_itself_is_one_line_too(
     import uvicorn
 
     from researchcrew.runtime import open_runtime
-    from researchcrew.service.app import create_app
+    from researchcrew.service._app import create_app
     from researchcrew.service.server import BriefStartupFailure
     from researchcrew.settings import MemorySettings, Settings
     from tests.service.support import default_tools

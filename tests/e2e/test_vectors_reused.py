@@ -16,10 +16,11 @@ import pytest
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.embedding.embedder import Embedder
-from researchcrew.knowledge import fusion, schema
+from researchcrew.knowledge import _fusion as fusion
+from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.search import Searcher
-from researchcrew.pipeline.support import EmbeddingSupport
+from researchcrew.pipeline._support import EmbeddingSupport
 from researchcrew.settings import MilvusSettings, RetrievalSettings, Settings
 from tests.e2e.support import offline_settings
 

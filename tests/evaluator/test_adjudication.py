@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from researchcrew.contracts import ContradictionRecord, EvaluatorOutput
-from researchcrew.pipeline.evaluate.adjudication import (
+from researchcrew.pipeline.evaluate._adjudication import (
     CONFIRMED_CONFIDENCE,
     FALLBACK_FACTOR,
     VerdictError,
@@ -16,7 +16,7 @@ from researchcrew.pipeline.evaluate.adjudication import (
     build_messages,
     parse_verdict,
 )
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
 from researchcrew.settings import EvaluationSettings
 from researchcrew.testing.llm import FakeLLM
 from tests.evaluator.factories import chunk, request

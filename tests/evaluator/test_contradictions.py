@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
 from researchcrew.pipeline.evaluate.contradictions import (
     detect_contradictions,
     numeric_contradictions,
     polarity_contradictions,
 )
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 

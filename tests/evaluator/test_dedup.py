@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from researchcrew.pipeline.evaluate.dedup import containment, find_duplicates, shingles
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
+from researchcrew.pipeline.evaluate._dedup import containment, find_duplicates, shingles
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
 from tests.evaluator.factories import chunk, request
 
 ABSTRACT = (

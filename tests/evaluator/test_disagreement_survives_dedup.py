@@ -14,8 +14,8 @@ import pytest
 
 from researchcrew.assistant import ResearchAssistant
 from researchcrew.contracts import ContextChunk
-from researchcrew.pipeline.evaluate.disagreement import disagreement
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
+from researchcrew.pipeline.evaluate._disagreement import disagreement
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
 from tests.e2e.support import SpyTool, evidence, offline_settings
 from tests.evaluator.factories import chunk, request
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from researchcrew.contracts import ContextChunk, EvaluatorInput, EvaluatorOutput
-from researchcrew.pipeline.evaluate.evaluator import BUCKETS, OFFLOAD_CHARS, Evaluator, bucket_of
+from researchcrew.pipeline.evaluate._evaluator import BUCKETS, OFFLOAD_CHARS, Evaluator, bucket_of
 from researchcrew.settings import EvaluationSettings
 from tests.evaluator.factories import chunk, request
 from tests.helpers.event_loop import LoopWatch

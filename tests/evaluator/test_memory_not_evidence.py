@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from researchcrew.contracts.chunks import is_evidence
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
 from researchcrew.pipeline.evaluate.contradictions import detect_contradictions
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
 from tests.evaluator.factories import chunk, request
 
 TRIAL = "In a randomised trial of 4,000 adults, daily aspirin reduced the risk of heart attack by 30% over five years."

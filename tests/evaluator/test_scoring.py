@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.contracts import UserPreferences
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
-from researchcrew.pipeline.evaluate.scoring import Scorer, ScoreWeights, quality_score, recency, reputation_table
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
+from researchcrew.pipeline.evaluate._scoring import Scorer, ScoreWeights, quality_score, recency, reputation_table
 from researchcrew.settings import EvaluationSettings, Settings
 from tests.evaluator.factories import HALF_LIFE, NOW, chunk, request
 

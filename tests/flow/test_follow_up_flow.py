@@ -10,7 +10,7 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import MemoryStoreError
 from researchcrew.memory.records import SessionSummary, SessionTurn
 from researchcrew.pipeline.flow import run_question
-from researchcrew.pipeline.follow_up.base import Rewrite
+from researchcrew.pipeline.follow_up._base import Rewrite
 from researchcrew.testing.stages import ScriptedRetriever, recording_memory, relevant_chunk, scripted_stages
 
 MT = "What is metamorphic testing?"

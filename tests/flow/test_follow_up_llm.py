@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from researchcrew.memory.records import SessionSummary, SessionTurn
-from researchcrew.pipeline.follow_up.llm import build_messages, llm_rewriter, parse_reply
+from researchcrew.pipeline.follow_up._llm import build_messages, llm_rewriter, parse_reply
 from researchcrew.testing import FakeLLM
 
 MT = "What is metamorphic testing?"

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from researchcrew.memory.records import SessionSummary, SessionTurn
-from researchcrew.pipeline.follow_up.rule import points_back, rule_rewrite
-from researchcrew.pipeline.follow_up.subjects import looks_plural, possessive, question_subjects
-from researchcrew.pipeline.guard import check_question
+from researchcrew.pipeline._guard import check_question
+from researchcrew.pipeline.follow_up._rule import points_back, rule_rewrite
+from researchcrew.pipeline.follow_up._subjects import looks_plural, possessive, question_subjects
 
 
 def after(*questions: str) -> SessionSummary:

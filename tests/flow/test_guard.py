@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.contracts.query import MAX_QUERY_CHARS
-from researchcrew.pipeline.guard import check_question
+from researchcrew.pipeline._guard import check_question
 from researchcrew.pipeline.reformulate import expanded_query, keyword_query
 
 REAL_QUESTIONS = [

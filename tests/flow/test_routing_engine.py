@@ -1,11 +1,11 @@
-"""pipeline/routing.py runs a Flow with crewAI's routing rules: router chains, listeners of methods and labels,
+"""pipeline/_routing.py runs a Flow with crewAI's routing rules: router chains, listeners of methods and labels,
 or_-listeners that fire once per method completion but again for each router label (a loop), the last output."""
 
 from __future__ import annotations
 
 import pytest
 
-from researchcrew.pipeline.routing import MAX_STEPS, Flow, listen, or_, router, start
+from researchcrew.pipeline._routing import MAX_STEPS, Flow, listen, or_, router, start
 
 
 class Loop(Flow):

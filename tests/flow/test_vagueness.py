@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from researchcrew.pipeline.vagueness import vagueness
+from researchcrew.pipeline._vagueness import vagueness
 
 
 @pytest.mark.parametrize(

@@ -149,7 +149,7 @@ def test_ingest_brings_an_older_keyword_index_up_to_date_first(runner: CliRunner
 def _label_as_written_by_analyzer(analyzer: str, data_dir: Path) -> None:
     from pymilvus import MilvusClient
 
-    from researchcrew.knowledge import schema
+    from researchcrew.knowledge import _schema as schema
     from researchcrew.settings import Settings
 
     settings = Settings(data_dir=data_dir)

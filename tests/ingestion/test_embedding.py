@@ -11,7 +11,7 @@ import pytest
 
 from researchcrew.data import demo_corpus_path
 from researchcrew.embedding import embedder as embedding_module
-from researchcrew.embedding.cpu import read_cpu_info
+from researchcrew.embedding._cpu import read_cpu_info
 from researchcrew.embedding.embedder import Embedder, get_embedder, load_embedder
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.settings import EmbeddingSettings, Settings
@@ -49,7 +49,7 @@ def test_float_onnx_matches_torch(
 
 # How close int8 vectors come to torch's. Where int8 products are summed in 32 bits (VNNI, AMX, non-x86) the
 # per-channel recipe keeps every vector within 0.99. AVX2 alone sums pairs in 16 bits and saturates
-# (researchcrew.embedding.cpu): these 60 abstracts measured min 0.988, mean 0.993 on an AMD EPYC Zen 3. A broken
+# (researchcrew.embedding._cpu): these 60 abstracts measured min 0.988, mean 0.993 on an AMD EPYC Zen 3. A broken
 # recipe is far below either bound (per-tensor weight scales: ~0.93 mean).
 INT8_MIN_COSINE = 0.985 if read_cpu_info().int8_sums_saturate else 0.99
 
@@ -127,8 +127,8 @@ def test_explicit_onnx_backend_fails_loudly(tmp_path: Path) -> None:
 
 
 def test_models_the_numpy_pooling_cannot_reproduce_are_refused(tmp_path: Path) -> None:
+    from researchcrew.embedding._onnx import inspect_model
     from researchcrew.embedding.embedder import resolve_model_path
-    from researchcrew.embedding.onnx import inspect_model
 
     source = Path(resolve_model_path("all-MiniLM-L6-v2"))
     layout = inspect_model(source)

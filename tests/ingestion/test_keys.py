@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from researchcrew.cli.kb import keys_under
+from researchcrew.cli._kb import keys_under
 from researchcrew.knowledge.ingest import keys_of_file
 
 KEYS = sorted(

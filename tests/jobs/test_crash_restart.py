@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import select
 
 from researchcrew.db.job_tables import RunItemRow
+from researchcrew.jobs._store import JobStore
 from researchcrew.jobs.contracts import JobQuestion, JobSpec
-from researchcrew.jobs.store import JobStore
 from researchcrew.memory.store import MemoryStore
 from tests.e2e.support import MODEL_CACHE_DIR
 from tests.helpers.services import MEMORY_CONNECT_TIMEOUT

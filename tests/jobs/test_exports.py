@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import Citation, FinalResponse
+from researchcrew.jobs._exports import to_csv, to_jsonl, to_markdown
 from researchcrew.jobs.contracts import ItemFailure, QuestionResult, RunCounts, RunInfo
-from researchcrew.jobs.exports import to_csv, to_jsonl, to_markdown
 
 # An oracle written apart from the code under test: a cell is safe when it does not start with tab or CR and its
 # NFKC form, past blanks and invisible characters, does not start with = + - @ (a plain decimal number excepted).

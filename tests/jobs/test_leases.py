@@ -20,12 +20,12 @@ from taskiq import AsyncBroker
 from taskiq.message import BrokerMessage
 
 from researchcrew.db.job_tables import RunItemRow
+from researchcrew.jobs._leases import LeaseHolder, this_process
+from researchcrew.jobs._store import ItemOutcome, JobStore
 from researchcrew.jobs.api import Jobs
 from researchcrew.jobs.contracts import JobQuestion, JobSpec
 from researchcrew.jobs.embedded import EmbeddedScheduler
-from researchcrew.jobs.leases import LeaseHolder, this_process
 from researchcrew.jobs.queue import TASK_ANSWER, sweep_once
-from researchcrew.jobs.store import ItemOutcome, JobStore
 from researchcrew.memory.store import MemoryStore
 from researchcrew.runtime import open_runtime
 from researchcrew.settings import JobsSettings, MemorySettings, Settings

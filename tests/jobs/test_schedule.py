@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from researchcrew.jobs.schedule import check_cron, check_timezone, due_slots, latest_slot, next_slot, slot_key
+from researchcrew.jobs._schedule import check_cron, check_timezone, due_slots, latest_slot, next_slot, slot_key
 
 BERLIN = "Europe/Berlin"
 

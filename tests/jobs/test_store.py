@@ -12,8 +12,8 @@ from sqlalchemy import update
 
 from researchcrew.db.job_tables import RunItemRow
 from researchcrew.errors import JobConflictError, JobNotFoundError
+from researchcrew.jobs._store import ItemOutcome, JobStore
 from researchcrew.jobs.contracts import JobQuestion, JobSpec, Schedule
-from researchcrew.jobs.store import ItemOutcome, JobStore
 from researchcrew.memory.store import MemoryStore
 
 

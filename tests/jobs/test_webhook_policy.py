@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from researchcrew.jobs._store import JobStore
 from researchcrew.jobs.api import Jobs
 from researchcrew.jobs.contracts import JobQuestion, JobSpec, RunInfo
-from researchcrew.jobs.store import JobStore
 from researchcrew.jobs.webhooks import FAILED, REFUSED, deliver, webhook_policy
 from researchcrew.net.address_policy import AddressPolicy, Resolver
 from researchcrew.runtime import open_runtime

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from researchcrew.embedding.embedder import Embedder, SentenceTransformerEmbedder, resolve_model_path
+from researchcrew.knowledge._tokens import TokenCounter, token_counter_for
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.documents import Document
-from researchcrew.knowledge.tokens import TokenCounter, token_counter_for
 from researchcrew.settings import Settings
 
 

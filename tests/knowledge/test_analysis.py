@@ -8,8 +8,8 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from researchcrew.knowledge.analysis import ENGLISH_STOP_WORDS, Analyzer, default_analyzer
-from researchcrew.knowledge.chunking import keyword_text, keyword_texts
+from researchcrew.knowledge._analysis import ENGLISH_STOP_WORDS, Analyzer, default_analyzer
+from researchcrew.knowledge._chunking import keyword_text, keyword_texts
 
 
 def test_stems_lowercases_and_drops_stop_words() -> None:

@@ -8,9 +8,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from researchcrew.knowledge.chunking import Chunker, indexed_text, keyword_text
+from researchcrew.knowledge._chunking import Chunker, indexed_text, keyword_text
+from researchcrew.knowledge._tokens import TokenCounter
 from researchcrew.knowledge.documents import Document
-from researchcrew.knowledge.tokens import TokenCounter
 
 
 def _fits(chunker: Chunker, counter: TokenCounter, chunk_title: str | None, heading: str | None, body: str) -> bool:

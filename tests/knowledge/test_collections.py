@@ -10,7 +10,7 @@ import pytest
 
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.errors import CollectionError, KnowledgeBaseError
-from researchcrew.knowledge import schema
+from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.access import check_collection, private_collection
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.documents import Document

@@ -1,4 +1,4 @@
-"""researchcrew.embedding.cpu tells whether this CPU's int8 kernels sum products exactly (VNNI) or saturate (AVX2)."""
+"""researchcrew.embedding._cpu tells whether this CPU's int8 kernels sum products exactly (VNNI) or saturate (AVX2)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from researchcrew.embedding import cpu
+from researchcrew.embedding import _cpu as cpu
 
 
 def _cpuinfo(tmp_path: Path, flags: str, model: str = "Some CPU") -> Path:

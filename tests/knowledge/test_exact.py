@@ -1,4 +1,4 @@
-"""Exact terms (knowledge/exact.py): which words are names or identifiers, and which of them are rare."""
+"""Exact terms (knowledge/_exact.py): which words are names or identifiers, and which of them are rare."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from researchcrew.knowledge.exact import RARE_DOCUMENTS, exact_terms, name_forms, rare_exact_matches
+from researchcrew.knowledge._exact import RARE_DOCUMENTS, exact_terms, name_forms, rare_exact_matches
 
 SENTENCE = "QuickCheck, released in 1999 for Haskell by Koen Claessen and John Hughes, popularised the approach."
 

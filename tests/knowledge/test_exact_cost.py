@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.data import demo_corpus_path
-from researchcrew.knowledge import exact
-from researchcrew.knowledge.exact import exact_terms, name_forms, rare_exact_matches
+from researchcrew.knowledge import _exact as exact
+from researchcrew.knowledge._exact import exact_terms, name_forms, rare_exact_matches
 from researchcrew.knowledge.loaders import load_file
 
 _WORD = re.compile(r"\w(?:[\w]|-(?=\w))*", re.UNICODE)

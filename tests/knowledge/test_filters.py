@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 from pydantic import ValidationError
 
-from researchcrew.knowledge import schema
+from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.filters import SearchFilters, parse_date_hint
 
 TODAY = date(2026, 6, 15)

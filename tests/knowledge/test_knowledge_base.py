@@ -11,7 +11,7 @@ import pytest
 
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.errors import KnowledgeBaseError
-from researchcrew.knowledge import schema
+from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.collection import _STORED_FIELDS, KnowledgeBase
 from researchcrew.knowledge.documents import Document
 from researchcrew.knowledge.filters import SearchFilters
@@ -296,7 +296,7 @@ class _KeywordScorer:
 
 
 def test_reranker_reorders_candidates(kb: KnowledgeBase) -> None:
-    from researchcrew.knowledge.rerank import Reranker
+    from researchcrew.knowledge._rerank import Reranker
 
     kb.add_documents(CORPUS)
     scorer = _KeywordScorer("Seasonal")

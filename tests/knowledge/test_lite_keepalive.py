@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from researchcrew.knowledge.store import CollectionStore
+from researchcrew.knowledge._store import CollectionStore
 from researchcrew.settings import Settings
 
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-import researchcrew.knowledge.store  # noqa: F401 - installs the filter
+import researchcrew.knowledge._store  # noqa: F401 - installs the filter
 
 
 def _grpc_error_record(method_name: str) -> logging.LogRecord:

@@ -18,7 +18,7 @@ import pytest
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.ingest import ingest_paths
-from researchcrew.pipeline.support import EmbeddingSupport
+from researchcrew.pipeline._support import EmbeddingSupport
 from researchcrew.settings import ConfidenceSettings, Settings
 from researchcrew.tools.rag import RAGTool
 from tests.ingestion.files import write_pdf

@@ -16,8 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.context import RequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
 from tests.service.support import LiveServer, live_server, service_settings

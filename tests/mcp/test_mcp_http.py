@@ -14,7 +14,7 @@ from mcp.shared.context import RequestContext
 from mcp.shared.exceptions import McpError
 from mcp.types import ElicitRequestParams, ElicitResult, TextContent
 
-from researchcrew.mcp_server.server import OPERATION_MS
+from researchcrew.mcp_server._server import OPERATION_MS
 from researchcrew.testing import FakeTool
 from tests.deep.corpus import CorpusTool
 from tests.mcp.support import ProgressLog, http_session, mcp_service

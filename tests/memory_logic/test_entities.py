@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from researchcrew.pipeline.remember.entities import (
+from researchcrew.pipeline.remember._entities import (
     ABBREVIATION_OF,
     CO_OCCURS,
     RuleBasedExtractor,
@@ -15,7 +15,7 @@ from researchcrew.pipeline.remember.entities import (
     normalize,
     sentences,
 )
-from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor, parse_answer
+from researchcrew.pipeline.remember._entities_llm import LLMEntityExtractor, parse_answer
 from researchcrew.testing.llm import FakeLLM
 from tests.memory_logic import exchanges
 

@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor
+from researchcrew.pipeline.remember._entities_llm import LLMEntityExtractor
 from researchcrew.testing.llm import FakeLLM, LLMCall
 from tests.memory_logic import exchanges
 

@@ -19,8 +19,8 @@ from researchcrew.errors import MemoryStoreError
 from researchcrew.memory.outbox import OutboxWorker, RetryPolicy
 from researchcrew.memory.store import MemoryStore
 from researchcrew.memory.zep import ZepMemory, zep_session_id
-from researchcrew.pipeline.remember.entities import RuleBasedExtractor, normalize
-from researchcrew.pipeline.remember.preferences import RequestSignals
+from researchcrew.pipeline.remember._entities import RuleBasedExtractor, normalize
+from researchcrew.pipeline.remember._preferences import RequestSignals
 from researchcrew.pipeline.remember.writer import MemoryWriter
 from researchcrew.testing.llm import FakeLLM
 from tests.conftest import PROJECT_ROOT

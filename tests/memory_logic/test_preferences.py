@@ -8,7 +8,7 @@ import pytest
 
 from researchcrew.memory.records import StoredPreferences
 from researchcrew.memory.store import MemoryStore
-from researchcrew.pipeline.remember.preferences import PreferenceLearner, PreferencePolicy, RequestSignals, learn
+from researchcrew.pipeline.remember._preferences import PreferenceLearner, PreferencePolicy, RequestSignals, learn
 from tests.memory_logic.conftest import turn
 from tests.memory_store.conftest import Database
 

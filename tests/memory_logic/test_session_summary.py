@@ -15,7 +15,7 @@ from researchcrew.contracts.follow_up import QuestionRewrite
 from researchcrew.contracts.memory import MemoryInput
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory.store import MemoryStore
-from researchcrew.pipeline.follow_up.session import (
+from researchcrew.pipeline.follow_up._session import (
     MAX_GIST_CHARS,
     MAX_QUESTION_CHARS,
     MAX_SUMMARY_CHARS,

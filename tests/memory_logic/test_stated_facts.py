@@ -1,7 +1,7 @@
 """Issue 17, item 10: facts the user stated answer questions about them, and the support gate judges memory evidence
 on what it is (the user's statement about themself), not by word overlap with a research question.
 
-No model here: the statement rules (memory/statements.py), the gate (pipeline/support.py) with an embedder that
+No model here: the statement rules (memory/statements.py), the gate (pipeline/_support.py) with an embedder that
 must not be called for memory it can judge by kind, the extractive answer, the citation label, the LLM prompt and
 the clarification-reply rule."""
 
@@ -19,9 +19,9 @@ from researchcrew.contracts.evaluator import FilteredContext, ScoredChunk
 from researchcrew.contracts.query import Query
 from researchcrew.contracts.synthesizer import SynthesizerInput
 from researchcrew.memory.statements import personal_question, stated_answers, statements
+from researchcrew.pipeline._support import EmbeddingSupport, relevance_support
 from researchcrew.pipeline.clarify import looks_like_new_question
-from researchcrew.pipeline.support import EmbeddingSupport, relevance_support
-from researchcrew.pipeline.synthesize.citations import citation_for
+from researchcrew.pipeline.synthesize._citations import citation_for
 from researchcrew.pipeline.synthesize.extractive import extractive_draft, stated_claims
 from researchcrew.pipeline.synthesize.prompts import USER_STATEMENT_GUIDANCE, task_description
 from researchcrew.settings import ConfidenceSettings

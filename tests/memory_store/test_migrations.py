@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from researchcrew.db import engine as db
 from researchcrew.db import models as _schema  # noqa: F401  (every table of the schema, on Base.metadata)
-from researchcrew.db.base import Base
+from researchcrew.db._base import Base
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.memory.recall import encode_vector
 from researchcrew.memory.records import SessionSummary

@@ -14,7 +14,7 @@ from researchcrew.contracts import FinalResponse, ProgressEvent, Query
 from researchcrew.contracts.chunks import SourceFailure, SourceReport
 from researchcrew.contracts.follow_up import TokenCount, TokenUsage
 from researchcrew.contracts.synthesizer import Citation
-from researchcrew.service.openai_compat.content import (
+from researchcrew.service.openai_compat._content import (
     content_pieces,
     escape,
     progress_line,

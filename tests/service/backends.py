@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from researchcrew.runtime import Runtime
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.settings import DocumentsSettings, MemorySettings, ServiceSettings, Settings
 from tests.helpers.services import fresh_postgres_database
 from tests.service.support import LiveServer, default_tools, live_server

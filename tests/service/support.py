@@ -16,8 +16,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from researchcrew.runtime import Runtime, open_runtime
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.settings import ServiceSettings, Settings
 from researchcrew.testing import FakeTool, fake_chunk
 from researchcrew.tools.base import Tool

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from researchcrew.contracts.request import ResearchRequest
+from researchcrew.service._questions import MessageRequest
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.questions import MessageRequest
 from researchcrew.testing import FakeTool, fake_chunk
 from tests.service.support import EVIDENCE, QUESTION, ServiceHarness, running_service, service_settings
 

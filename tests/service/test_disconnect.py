@@ -15,8 +15,8 @@ import httpx
 
 from researchcrew.contracts import ContextChunk
 from researchcrew.runtime import open_runtime
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.testing import fake_chunk
 from researchcrew.tools.base import Tool
 from tests.service.support import EVIDENCE, QUESTION, live_server, service_settings

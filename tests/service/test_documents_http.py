@@ -17,8 +17,8 @@ import pytest
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.runtime import open_runtime
+from researchcrew.service._app import create_app
 from researchcrew.service.accounts import Accounts
-from researchcrew.service.app import create_app
 from researchcrew.settings import DocumentsSettings, EmbeddingSettings, ServiceSettings, Settings
 from tests.e2e.support import MODEL_CACHE_DIR
 from tests.ingestion.files import write_pdf

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from researchcrew.pipeline.synthesize.streaming import DraftTextStream, draft_prose
+from researchcrew.pipeline.synthesize._streaming import DraftTextStream, draft_prose
 
 
 class Collector:

@@ -27,7 +27,7 @@ import httpx
 import pytest
 from fastapi.routing import iter_route_contexts
 
-from researchcrew.service.app import create_app
+from researchcrew.service._app import create_app
 from researchcrew.settings import Settings
 from tests.service.backends import BACKENDS, LiveService, live_service
 

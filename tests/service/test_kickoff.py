@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from researchcrew.jobs.contracts import ItemFailure, QuestionResult, RunCounts, RunInfo
 from researchcrew.jobs.webhooks import SIGNATURE_HEADER, verify_signature
-from researchcrew.service.routes.kickoff import KickoffInputs, kickoff_status
+from researchcrew.service.routes._kickoff import KickoffInputs, kickoff_status
 from researchcrew.settings import WebhooksSettings
 from tests.loopback.server import LoopbackServer, Reply
 from tests.service.jobs_support import QUESTIONS, jobs_service, jobs_settings, poll

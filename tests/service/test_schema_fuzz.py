@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from researchcrew.service.app import create_app
+from researchcrew.service._app import create_app
 from researchcrew.settings import Settings
 from tests.service.backends import BACKENDS, LiveService, live_service
 

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import update
 
 from researchcrew.db.job_tables import JobRow
-from researchcrew.service.batch import embedded_scheduler_enabled
+from researchcrew.service._batch import embedded_scheduler_enabled
 from researchcrew.settings import JobsSettings, RedisSettings, Settings
 from tests.service.jobs_support import QUESTIONS, finished_run, jobs_service, jobs_settings, poll
 from tests.service.support import ServiceHarness

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from researchcrew.memory.store import MemoryStore
-from researchcrew.service.app import create_app
+from researchcrew.service._app import create_app
 from tests.service.support import QUESTION, default_tools, service_settings
 
 WRITE_S = 11.0  # longer than the 10 s the runtime's own close waits for memory when nobody says otherwise

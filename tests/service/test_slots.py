@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from researchcrew.service.problems import ApiProblem
-from researchcrew.service.slots import question_slot
-from researchcrew.service.state import ServiceState
+from researchcrew.service._problems import ApiProblem
+from researchcrew.service._slots import question_slot
+from researchcrew.service._state import ServiceState
 from tests.service.support import running_service, service_settings
 
 

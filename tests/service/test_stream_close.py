@@ -2,7 +2,7 @@
 the queue read it waits on — is cancelled and awaited when the stream closes, however it closes. A read left pending
 used to surface later, when it was garbage-collected, as asyncio's "Task was destroyed but it is pending!".
 
-The pump itself (``researchcrew.service.streaming.pump``, shared by the three streams) is driven directly; the
+The pump itself (``researchcrew.service._streaming.pump``, shared by the three streams) is driven directly; the
 native messages stream and the OpenAI-compatible one are closed by real TCP disconnects against uvicorn.
 """
 
@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from researchcrew.runtime import open_runtime
-from researchcrew.service.app import create_app
-from researchcrew.service.streaming import KEEP_ALIVE, pump
+from researchcrew.service._app import create_app
+from researchcrew.service._streaming import KEEP_ALIVE, pump
 from researchcrew.settings import JobsSettings
 from tests.loopback.server import wait_until
 from tests.service.support import QUESTION, live_server, service_settings

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from researchcrew.service.throttle import Throttle
+from researchcrew.service._throttle import Throttle
 from researchcrew.settings import RedisSettings, ServiceSettings
 from tests.loopback.server import closed_port
 from tests.service.support import redis_url

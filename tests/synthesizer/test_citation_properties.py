@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from researchcrew.contracts import Query
 from researchcrew.contracts.synthesizer import AnswerDraft, DraftClaim, DraftSection, FinalResponse
-from researchcrew.pipeline.synthesize.citations import find_markers, strip_markers, validate_citations, validate_draft
-from researchcrew.pipeline.synthesize.rendering import render_answer
+from researchcrew.pipeline.synthesize._citations import find_markers, strip_markers, validate_citations, validate_draft
+from researchcrew.pipeline.synthesize._rendering import render_answer
 from tests.synthesizer.builders import evidence
 
 CHUNK_POOL = evidence(6)

@@ -15,7 +15,7 @@ from researchcrew.contracts.synthesizer import (
     DraftSection,
     FinalResponse,
 )
-from researchcrew.pipeline.synthesize.citations import (
+from researchcrew.pipeline.synthesize._citations import (
     clean_text,
     find_markers,
     memory_location,
@@ -24,7 +24,7 @@ from researchcrew.pipeline.synthesize.citations import (
     validate_citations,
     validate_draft,
 )
-from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE, render_answer
+from researchcrew.pipeline.synthesize._rendering import EXTRACTIVE_NOTICE, render_answer
 from tests.synthesizer.builders import evidence
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from researchcrew.pipeline.synthesize.confidence import (
+from researchcrew.pipeline.synthesize._confidence import (
     ANSWER_BANDS,
     answer_confidence,
     claim_confidence,

@@ -10,13 +10,13 @@ import textwrap
 import pytest
 
 from researchcrew.contracts.evaluator import ScoredChunk
-from researchcrew.pipeline.synthesize.citations import find_markers
+from researchcrew.pipeline.synthesize._citations import find_markers
+from researchcrew.pipeline.synthesize._llm_writer import Synthesizer
+from researchcrew.pipeline.synthesize._rendering import EXTRACTIVE_NOTICE
 from researchcrew.pipeline.synthesize.extractive import (
     ExtractiveSynthesizer,
     quotable_sentences,
 )
-from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
-from researchcrew.pipeline.synthesize.rendering import EXTRACTIVE_NOTICE
 from researchcrew.text.questions import asks_about_the_conversation
 from tests.conftest import PROJECT_ROOT
 from tests.synthesizer.builders import contradiction, evidence, request, scored
@@ -196,7 +196,7 @@ def test_without_an_llm_crewai_is_never_imported_and_nothing_is_sent() -> None:
             raise AssertionError("a socket was opened")
         socket.socket.connect = refuse
         socket.create_connection = refuse
-        from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
+        from researchcrew.pipeline.synthesize._llm_writer import Synthesizer
         from researchcrew.llm import build_llm
         from researchcrew.settings import LLMSettings
         from tests.synthesizer.builders import request

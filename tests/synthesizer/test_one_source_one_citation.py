@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from researchcrew.cli.ask import render_answer
+from researchcrew.cli._ask import render_answer
 from researchcrew.contracts import ContextChunk, FinalResponse, Query, ScoredChunk
 from researchcrew.contracts.synthesizer import AnswerDraft, Citation, DraftClaim, DraftSection
 from researchcrew.knowledge.search import SearchHit
-from researchcrew.pipeline.assessment import assess_answer
-from researchcrew.pipeline.evaluate.evaluator import Evaluator
-from researchcrew.pipeline.sources import combined_location, document_key, independent_sources
-from researchcrew.pipeline.support import Support
-from researchcrew.pipeline.synthesize.citations import validate_citations, validate_draft
-from researchcrew.pipeline.synthesize.confidence import answer_confidence, claim_confidence, coverage_metrics
+from researchcrew.pipeline._assessment import assess_answer
+from researchcrew.pipeline._sources import combined_location, document_key, independent_sources
+from researchcrew.pipeline._support import Support
+from researchcrew.pipeline.evaluate._evaluator import Evaluator
+from researchcrew.pipeline.synthesize._citations import validate_citations, validate_draft
+from researchcrew.pipeline.synthesize._confidence import answer_confidence, claim_confidence, coverage_metrics
 from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
 from researchcrew.settings import ConfidenceSettings
 from researchcrew.tools.rag import to_context_chunk

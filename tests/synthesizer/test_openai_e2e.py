@@ -12,7 +12,7 @@ from pydantic import SecretStr
 
 from researchcrew.contracts.synthesizer import SynthesizerOutput
 from researchcrew.llm import build_llm
-from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
+from researchcrew.pipeline.synthesize._llm_writer import Synthesizer
 from researchcrew.settings import LLMSettings
 from tests.loopback.openai import OpenAIChatService, Scripted, error_reply, openai_server
 from tests.loopback.server import LoopbackServer, Reply, closed_port

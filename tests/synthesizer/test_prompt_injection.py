@@ -8,7 +8,7 @@ import unicodedata
 import pytest
 
 from researchcrew.llm.fence import fence_safe
-from researchcrew.pipeline.synthesize.llm_writer import Synthesizer
+from researchcrew.pipeline.synthesize._llm_writer import Synthesizer
 from researchcrew.testing.llm import FakeLLM, LLMCall
 from tests.synthesizer.builders import GOOD_REPLY, PASSAGES, contradiction, evidence, request, scored
 

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from researchcrew.pipeline.synthesize.llm_writer import Synthesizer, parse_draft
+from researchcrew.pipeline.synthesize._llm_writer import Synthesizer, parse_draft
 from researchcrew.testing.llm import FakeLLM
 from tests.synthesizer.builders import GOOD_REPLY, contradiction, draft_json, evidence, request, section
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from researchcrew.pipeline.reformulate import expanded_query, keyword_query
-from researchcrew.pipeline.remember.entities import find_entities
+from researchcrew.pipeline.remember._entities import find_entities
 from researchcrew.text.terms import (
     CLAIM_STOP_WORDS,
     POSITION_WORDS,

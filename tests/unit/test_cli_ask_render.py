@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from researchcrew.cli.ask import render_answer
+from researchcrew.cli._ask import render_answer
 from researchcrew.contracts import Query
 from researchcrew.contracts.synthesizer import AnswerDraft, DraftClaim, DraftSection, FinalResponse
-from researchcrew.pipeline.synthesize.citations import validate_draft
+from researchcrew.pipeline.synthesize._citations import validate_draft
 from tests.synthesizer.builders import evidence
 
 

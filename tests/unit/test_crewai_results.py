@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from researchcrew.tools.crewai_results import (
+from researchcrew.tools._crewai_results import (
     MAX_PASSAGES,
     PASSAGE_CHARS,
     Passage,

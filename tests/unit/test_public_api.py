@@ -119,7 +119,7 @@ def test_each_deep_research_operation_has_one_name_at_every_door() -> None:
     from fastapi.routing import APIRoute
 
     from researchcrew.deep.runner import DeepResearch
-    from researchcrew.service.routes import deep_runs
+    from researchcrew.service.routes import _deep_runs as deep_runs
 
     for name in DEEP_OPERATIONS:
         assert callable(getattr(researchcrew.ResearchAssistant, name)), name
@@ -143,7 +143,7 @@ async def test_each_mcp_tool_is_named_as_its_operation_at_the_other_doors() -> N
     from researchcrew.deep.runner import DeepResearch
     from researchcrew.mcp_server import McpDoor, build_server
     from researchcrew.service.chat_sessions import ChatSessions
-    from researchcrew.service.routes import sessions
+    from researchcrew.service.routes import _sessions as sessions
 
     def unused() -> object:
         raise AssertionError("listing tools touches nothing")

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from researchcrew.embedding.query_cache import QueryVectors
+from researchcrew.embedding._query_cache import QueryVectors
 
 
 class Model:

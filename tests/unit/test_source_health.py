@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from researchcrew.cli import cli
-from researchcrew.cli.status import BUILTIN_TOOL_NAMES
+from researchcrew.cli._status import BUILTIN_TOOL_NAMES
 from researchcrew.contracts import ContextChunk, RetrieverInput, SourceFailure
 from researchcrew.pipeline.retrieve import Retriever
 from researchcrew.settings import SourceHealthSettings

@@ -2,7 +2,7 @@
 Near-miss questions ("Who invented mutation testing?", "When was libFuzzer first released?", "How many test cases
 does QuickCheck generate by default?") were answered at confidence 0.6–0.9 from the passage on their subject, and
 claims whose papers were removed from the passage on the neighbouring finding. Support now also asks whether one
-sentence holds the question's specific words and the kind of answer asked for (pipeline/statement.py)."""
+sentence holds the question's specific words and the kind of answer asked for (pipeline/_statement.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from researchcrew.contracts import ContextChunk
-from researchcrew.pipeline.statement import statement_factors, term_weights
-from researchcrew.pipeline.support import EmbeddingSupport
+from researchcrew.pipeline._statement import statement_factors, term_weights
+from researchcrew.pipeline._support import EmbeddingSupport
 from researchcrew.settings import ConfidenceSettings
 
 SETTINGS = ConfidenceSettings()

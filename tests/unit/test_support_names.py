@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from researchcrew.contracts import ContextChunk
-from researchcrew.pipeline.support import EmbeddingSupport, names_found, question_names, relevance_support
+from researchcrew.pipeline._support import EmbeddingSupport, names_found, question_names, relevance_support
 from researchcrew.settings import ConfidenceSettings
 
 

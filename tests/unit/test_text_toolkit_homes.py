@@ -60,9 +60,9 @@ def test_one_sentence_splitter_one_stemmer_one_stop_list() -> None:
         )
     )
     # BM25's analysis is the stored index format (ANALYZER_VERSION): its own list, on purpose.
-    assert stop_lists == {"text/terms.py", "knowledge/analysis.py"}
+    assert stop_lists == {"text/terms.py", "knowledge/_analysis.py"}
     stemmers = _where(lambda n: isinstance(n, ast.Import) and any(a.name == "Stemmer" for a in n.names))
-    assert stemmers == {"knowledge/analysis.py", "knowledge/evaluation.py"}  # the BM25 index and its baseline
+    assert stemmers == {"knowledge/_analysis.py", "knowledge/evaluation.py"}  # the BM25 index and its baseline
 
 
 def test_one_fence_and_one_reply_parser() -> None:

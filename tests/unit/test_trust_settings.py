@@ -12,8 +12,8 @@ from researchcrew.contracts import ContextChunk, FinalResponse, Query
 from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.synthesizer import Citation
 from researchcrew.errors import ConfigurationError
-from researchcrew.pipeline.assessment import assess_answer, band
-from researchcrew.pipeline.support import Support, coverage, relevance_support
+from researchcrew.pipeline._assessment import assess_answer, band
+from researchcrew.pipeline._support import Support, coverage, relevance_support
 from researchcrew.settings import ConfidenceSettings, MemorySettings, Settings, check_memory_url
 
 

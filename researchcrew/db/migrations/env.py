@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from researchcrew.db import models as _schema  # noqa: F401  (every table of the schema, on Base.metadata)
-from researchcrew.db.base import Base
+from researchcrew.db._base import Base
 
 target_metadata = Base.metadata
 

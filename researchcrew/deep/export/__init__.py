@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import get_args
 
 from researchcrew.contracts.deep import DeepReport, ExportFormat
-from researchcrew.deep.export.document import ReportDocument, report_document
+from researchcrew.deep.export._document import ReportDocument, report_document
 from researchcrew.errors import ConfigurationError
 
 __all__ = ["FORMATS", "MEDIA_TYPES", "ExportedReport", "export_report", "file_name", "format_for", "report_document"]
@@ -86,18 +86,18 @@ def file_name(report: DeepReport, fmt: ExportFormat) -> str:
 def render(document: ReportDocument, fmt: ExportFormat) -> bytes:
     """``document`` in ``fmt``."""
     if fmt == "md":
-        from researchcrew.deep.export.markdown import to_markdown
+        from researchcrew.deep.export._markdown import to_markdown
 
         return to_markdown(document).encode("utf-8")
     if fmt == "html":
-        from researchcrew.deep.export.markdown import to_html
+        from researchcrew.deep.export._markdown import to_html
 
         return to_html(document).encode("utf-8")
     if fmt == "pdf":
-        from researchcrew.deep.export.pdf import to_pdf
+        from researchcrew.deep.export._pdf import to_pdf
 
         return to_pdf(document)
-    from researchcrew.deep.export.docx import to_docx
+    from researchcrew.deep.export._docx import to_docx
 
     return to_docx(document)
 

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from researchcrew.knowledge.loaders.base import IngestIssue, LoaderError, LoadResult, looks_binary
-from researchcrew.knowledge.loaders.html import load_html
-from researchcrew.knowledge.loaders.jsonl import FieldMapError, load_jsonl, parse_field_map
-from researchcrew.knowledge.loaders.markdown import load_markdown, load_text
-from researchcrew.knowledge.loaders.pdf import load_pdf
+from researchcrew.knowledge.loaders._base import IngestIssue, LoaderError, LoadResult, looks_binary
+from researchcrew.knowledge.loaders._html import load_html
+from researchcrew.knowledge.loaders._jsonl import FieldMapError, load_jsonl, parse_field_map
+from researchcrew.knowledge.loaders._markdown import load_markdown, load_text
+from researchcrew.knowledge.loaders._pdf import load_pdf
 from researchcrew.text.json_input import read_json
 
 __all__ = [

@@ -7,14 +7,14 @@ question that already stands alone passes unchanged either way (the LLM is not e
 rolling summary the rewrite reads; the Memory stage updates it after every exchange.
 """
 
-from researchcrew.pipeline.follow_up.base import (
+from researchcrew.pipeline.follow_up._base import (
     FollowUpRewriter,
     Rewrite,
     SessionContextLoader,
     no_session_context,
     unchanged,
 )
-from researchcrew.pipeline.follow_up.rule import rule_rewrite
+from researchcrew.pipeline.follow_up._rule import rule_rewrite
 
 __all__ = [
     "FollowUpRewriter",

@@ -38,10 +38,10 @@ from researchcrew.memory.records import (
     SessionSummary,
     StoredPreferences,
 )
-from researchcrew.pipeline.follow_up.session import summary_after, turn_from_response
-from researchcrew.pipeline.remember.entities import EntityExtractor, Extraction, RuleBasedExtractor
-from researchcrew.pipeline.remember.entities_llm import LLMEntityExtractor, SupportsACall
-from researchcrew.pipeline.remember.preferences import PreferenceLearner, PreferencePolicy, RequestSignals
+from researchcrew.pipeline.follow_up._session import summary_after, turn_from_response
+from researchcrew.pipeline.remember._entities import EntityExtractor, Extraction, RuleBasedExtractor
+from researchcrew.pipeline.remember._entities_llm import LLMEntityExtractor, SupportsACall
+from researchcrew.pipeline.remember._preferences import PreferenceLearner, PreferencePolicy, RequestSignals
 
 if TYPE_CHECKING:
     # Only the Zep backend has an outbox worker; importing it here would load zep-python (and aiohttp) and the

@@ -35,13 +35,13 @@ from researchcrew.contracts.synthesizer import (
     SynthesizerOutput,
 )
 from researchcrew.memory.statements import personal_question, stated_answers
+from researchcrew.pipeline._sources import document_key
+from researchcrew.pipeline._support import user_statement
 from researchcrew.pipeline.progress import report_text
-from researchcrew.pipeline.sources import document_key
-from researchcrew.pipeline.support import user_statement
-from researchcrew.pipeline.synthesize.citations import clean_text
+from researchcrew.pipeline.synthesize._citations import clean_text
+from researchcrew.pipeline.synthesize._rendering import answer_pieces
 from researchcrew.pipeline.synthesize.finalize import finalize
 from researchcrew.pipeline.synthesize.prompts import length_bounds
-from researchcrew.pipeline.synthesize.rendering import answer_pieces
 from researchcrew.text.aspects import asked_aspect, names_aspect
 from researchcrew.text.questions import asks_about_the_conversation
 from researchcrew.text.sentences import split_sentences

@@ -23,16 +23,16 @@ from researchcrew.contracts.synthesizer import (
     SynthesizerInput,
     SynthesizerOutput,
 )
-from researchcrew.pipeline.synthesize.citations import ValidationMode, validate_draft
-from researchcrew.pipeline.synthesize.confidence import (
+from researchcrew.pipeline.synthesize._citations import ValidationMode, validate_draft
+from researchcrew.pipeline.synthesize._confidence import (
     answer_confidence,
     claim_confidence,
     confidence_level,
     contested_chunk_ids,
     coverage_metrics,
 )
+from researchcrew.pipeline.synthesize._rendering import answer_words, render_answer
 from researchcrew.pipeline.synthesize.prompts import length_bounds
-from researchcrew.pipeline.synthesize.rendering import answer_words, render_answer
 
 logger = logging.getLogger(__name__)
 

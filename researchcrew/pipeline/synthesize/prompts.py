@@ -32,8 +32,8 @@ from researchcrew.contracts.evaluator import ContradictionRecord, ScoredChunk
 from researchcrew.contracts.query import ResponseFormat
 from researchcrew.contracts.synthesizer import SynthesizerInput
 from researchcrew.llm.fence import block, fence_safe, inline
-from researchcrew.pipeline.support import user_statement
-from researchcrew.pipeline.synthesize.citations import MARKER_RE, memory_location
+from researchcrew.pipeline._support import user_statement
+from researchcrew.pipeline.synthesize._citations import MARKER_RE, memory_location
 
 ROLE = "Research synthesizer"
 GOAL = "Answer the question using only the numbered evidence blocks, citing the evidence for every statement."

@@ -15,6 +15,6 @@ message is the question), ``content`` (the answer as Markdown, usage, progress l
 shape), ``routes`` (the router).
 """
 
-from researchcrew.service.openai_compat.routes import MODELS, router
+from researchcrew.service.openai_compat._routes import MODELS, router
 
 __all__ = ["MODELS", "router"]

@@ -1,7 +1,7 @@
 """Who holds a question's lease (``job_run_items.lease_host``, ``lease_pid``, ``lease_boot``, ``lease_process``).
 
 A process on the same host as a lease's holder can tell that the holder died (its pid is gone, the machine
-rebooted) and take the question back at once instead of waiting for the lease to run out (``jobs/leases.py``).
+rebooted) and take the question back at once instead of waiting for the lease to run out (``jobs/_leases.py``).
 An index on ``(status, lease_until)`` serves the periodic sweep for leases that ran out. Leases taken before this
 revision have no holder and simply run out; the downgrade drops the index and the columns.
 

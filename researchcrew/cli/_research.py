@@ -1,0 +1,365 @@
+"""`researchcrew research "question"`: deep research — clarifying questions, a plan you approve, each
+sub-question researched (references followed), one checked report.
+
+In a terminal the command asks you: it shows the clarifying questions and waits for your reply (Enter: "just
+answer"), then shows the plan and waits for a decision — Enter approves; ``cut 2``, ``order 3,1,2``,
+``edit 2 <new wording>``, ``add <new sub-question>`` (several separated by ``;``) change it; ``cancel`` ends the run.
+``--yes`` asks nothing (the plan is approved as proposed), as do batch jobs.
+
+Without a terminal (a script, a pipe) the run pauses and the command prints its id; continue it later, from any
+process sharing the memory database, with ``--run ID`` and ``--answer``, ``--approve`` or the plan edits
+(``--cut``, ``--order``, ``--edit N=TEXT``, ``--add``), or ``--cancel``. ``--run ID`` alone shows the run.
+
+``--length brief|standard|detailed`` and ``--type report|literature_review|comparison`` shape the report;
+``-o report.pdf`` (or .md, .html, .docx; ``--format`` to say it) also writes the finished report to a file, and
+``--run ID -o report.docx`` exports a completed run's report again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from researchcrew.cli._common import echo_json, question_is_piped, read_question, with_runtime
+
+if TYPE_CHECKING:
+    from researchcrew.contracts.deep import DeepProgressEvent, DeepRun, PlanDecision, ResearchPlan
+    from researchcrew.runtime import Runtime
+
+_PLAN_HELP = (
+    "Enter approves. Or: cut 2 | order 3,1,2 | edit 2 <new wording> | add <new sub-question> | cancel "
+    "(several separated by ';')"
+)
+
+
+class _Decision(click.ClickException):
+    """A plan command the user typed that cannot be read."""
+
+
+def parse_plan_commands(text: str, plan: ResearchPlan) -> PlanDecision:
+    """A decision from the commands typed at the plan prompt (see ``_PLAN_HELP``); empty approves."""
+    from researchcrew.contracts.deep import PlanDecision
+
+    cut: list[int] = []
+    order: list[int] = []
+    reword: dict[int, str] = {}
+    add: list[str] = []
+    for command in (part.strip() for part in text.split(";")):
+        if not command:
+            continue
+        verb, _, rest = command.partition(" ")
+        verb, rest = verb.lower(), rest.strip()
+        if verb == "cancel":
+            return PlanDecision(action="cancel")
+        if verb in ("approve", "ok", "yes", "y"):
+            continue
+        if verb == "cut":
+            cut += _numbers(rest, command)
+        elif verb == "order":
+            order = _numbers(rest, command)
+        elif verb == "edit":
+            number, _, wording = rest.partition(" ")
+            if not number.isdigit() or not wording.strip():
+                raise _Decision(f"“{command}”: write edit <number> <new wording>")
+            reword[int(number)] = wording.strip()
+        elif verb == "add":
+            if not rest:
+                raise _Decision(f"“{command}”: write add <new sub-question>")
+            add.append(rest)
+        else:
+            raise _Decision(f"“{command}” is not a plan command. {_PLAN_HELP}")
+    if not (cut or order or reword or add):
+        return PlanDecision()
+    return PlanDecision.edits(plan, cut=cut, order=order, reword=reword, add=add)
+
+
+def _numbers(text: str, command: str) -> list[int]:
+    parts = [part for part in re.split(r"[\s,]+", text) if part]
+    if not parts or not all(part.isdigit() for part in parts):
+        raise _Decision(f"“{command}”: give item numbers, e.g. 2 or 3,1,2")
+    return [int(part) for part in parts]
+
+
+def _edits(
+    cut: tuple[int, ...], order: str | None, edit: tuple[str, ...], add: tuple[str, ...], plan: ResearchPlan
+) -> PlanDecision:
+    reword: dict[int, str] = {}
+    for item in edit:
+        number, separator, wording = item.partition("=")
+        if not separator or not number.strip().isdigit() or not wording.strip():
+            raise click.UsageError(f"--edit {item!r}: write --edit N=new wording")
+        reword[int(number)] = wording.strip()
+    ordering = _numbers(order, f"--order {order}") if order else []
+    from researchcrew.contracts.deep import PlanDecision
+
+    return PlanDecision.edits(plan, cut=list(cut), order=ordering, reword=reword, add=list(add))
+
+
+def render_run(run: DeepRun) -> str:
+    """A run as a person reads it in a terminal."""
+    from researchcrew.cli._ask import render_answer
+
+    lines = [f"Deep research run {run.run_id} — {run.status}"]
+    if run.status == "awaiting_human_feedback" and run.awaiting == "clarification" and run.clarification:
+        lines += ["", run.clarification.message]
+    elif run.status == "awaiting_human_feedback" and run.plan is not None:
+        lines += ["", f"Proposed plan for: {run.plan.question}"]
+        lines += [f"  {position}. {item.question}" for position, item in enumerate(run.plan.items, start=1)]
+    if run.status == "awaiting_human_feedback":
+        what = "--answer TEXT" if run.awaiting == "clarification" else "--approve (or --cut/--order/--edit/--add)"
+        lines += ["", f"Continue with: researchcrew research --run {run.run_id} {what}   (or --cancel)"]
+    if run.error:
+        lines.append(f"Error: {run.error}")
+    report = run.report
+    if report is None:
+        return "\n".join(lines) + "\n"
+    lines += ["", render_answer(report.response).rstrip(), "", "Plan:"]
+    for position, sub in enumerate(report.sub_questions, start=1):
+        extra = f", {sub.references_kept} reference(s) followed" if sub.references_kept else ""
+        lines.append(f"  {position}. [{sub.status}] {sub.item.question} ({sub.citations} citation(s){extra})")
+    kept = [reference for reference in report.references if reference.outcome == "kept"]
+    if report.references:
+        counts = {
+            outcome: sum(1 for r in report.references if r.outcome == outcome)
+            for outcome in ("kept", "rejected", "unresolved", "skipped")
+        }
+        lines += ["", "References: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items() if count)]
+        lines += [f"  followed {reference.kind} {reference.target[:90]} — {reference.reason}" for reference in kept]
+    quality = report.quality[-1] if report.remediated else report.quality[0]
+    lines += [
+        "",
+        "Quality: " + f"overall {quality.overall:.2f} (citations {quality.citation_correctness:.2f}, coverage "
+        f"{quality.plan_coverage:.2f}, relevance {quality.query_relevance:.2f}, structure {quality.structure:.2f})"
+        + (" after one remediation retry" if report.remediated else "")
+        + ("" if quality.passed else f", below the threshold {quality.threshold:.2f}"),
+        f"Budget: {report.budget.elapsed_s:.1f} of {report.budget.deadline_s:.0f} s"
+        + (
+            f", {report.budget.tokens_used} of {report.budget.token_budget} tokens"
+            if report.budget.token_budget
+            else ""
+        ),
+    ]
+    if report.not_done:
+        lines += ["Not done:"] + [f"  - {note}" for note in report.not_done]
+    return "\n".join(lines) + "\n"
+
+
+def _progress(event: DeepProgressEvent) -> None:
+    """One line on stderr for the events a person wants to follow."""
+    if event.stage_event is not None:
+        return
+    detail = event.detail
+    if event.phase == "research" and event.status == "started":
+        click.echo(f"… researching {event.sub_question}: {detail.get('question', '')}", err=True)
+    elif event.phase == "references" and detail.get("outcome") == "kept":
+        click.echo(f"  ↳ followed {detail.get('kind')} {str(detail.get('target', ''))[:80]}", err=True)
+    elif event.phase == "quality" and event.status == "finished" and "overall" in detail:
+        click.echo(f"… quality {detail['overall']:.2f}" + (" → retrying once" if detail.get("retry") else ""), err=True)
+    elif event.phase in ("clarify", "plan", "report") and event.status == "started":
+        click.echo(f"… {event.phase}", err=True)
+
+
+async def _interact(runtime: Runtime, run: DeepRun, *, user_id: str, as_json: bool) -> DeepRun:
+    """Ask the person at the terminal for each pause's answer or decision, until the run ends."""
+    from researchcrew.errors import PlanDecisionError
+
+    on_event = None if as_json else _progress
+    deep = await runtime.deep_research()
+    while run.status == "awaiting_human_feedback":
+        if run.awaiting == "clarification" and run.clarification is not None:
+            click.echo(run.clarification.message + "\n", err=True)
+            answer = await asyncio.to_thread(
+                click.prompt, "Your reply (Enter: just answer)", default="", show_default=False, err=True
+            )
+            await deep.answer_clarification(run.run_id, user_id=user_id, answer=answer or "just answer")
+        elif run.plan is not None:
+            click.echo(render_run(run).split("\n\nContinue with:", 1)[0] + "\n", err=True)
+            while True:
+                text = await asyncio.to_thread(click.prompt, _PLAN_HELP, default="", show_default=False, err=True)
+                try:
+                    decision = parse_plan_commands(text, run.plan)
+                    await deep.decide_plan(run.run_id, user_id=user_id, decision=decision)
+                    break
+                except (_Decision, PlanDecisionError) as error:
+                    click.echo(f"Error: {error}", err=True)
+        run = await deep.resume_research(run.run_id, user_id=user_id, on_event=on_event)
+    return run
+
+
+@click.command()
+@click.argument("question", required=False)
+@click.option("--user", "user_id", default="local", show_default=True, envvar="RESEARCHCREW_USER", help="Whose run.")
+@click.option(
+    "--session", "session_id", default="cli", show_default=True, envvar="RESEARCHCREW_SESSION", help="Conversation."
+)
+@click.option("-y", "--yes", "approve", is_flag=True, help="Ask nothing: approve the proposed plan as it is.")
+@click.option("--max-items", type=click.IntRange(1, 20), default=None, help="Most sub-questions (default 8).")
+@click.option("--deadline", "deadline_s", type=click.FloatRange(1, 7200), default=None, help="Seconds of research.")
+@click.option("--token-budget", type=click.IntRange(1000), default=None, help="LLM tokens for the whole run.")
+@click.option("--no-clarify", is_flag=True, help="Do not ask clarifying questions first.")
+@click.option("--no-references", is_flag=True, help="Do not follow references found in the evidence.")
+@click.option("--source", "preferred_sources", multiple=True, metavar="TYPE", help="Put this source type first.")
+@click.option("--exclude", "exclude_sources", multiple=True, metavar="TYPE", help="Do not search this source type.")
+@click.option("--run", "run_id", default=None, metavar="ID", help="Continue or show a paused run.")
+@click.option("--answer", default=None, help="With --run: the reply to its clarifying questions.")
+@click.option("--approve", "approve_plan", is_flag=True, help="With --run: approve its plan as proposed.")
+@click.option("--cut", multiple=True, type=int, metavar="N", help="With --run: cut plan item N (repeatable).")
+@click.option("--order", default=None, metavar="N,N,…", help="With --run: research these plan items first, in order.")
+@click.option("--edit", multiple=True, metavar="N=TEXT", help="With --run: reword plan item N (repeatable).")
+@click.option("--add", multiple=True, metavar="TEXT", help="With --run: add a sub-question (repeatable).")
+@click.option("--cancel", is_flag=True, help="With --run: cancel the paused run.")
+@click.option(
+    "--length",
+    type=click.Choice(["brief", "standard", "detailed"]),
+    default="standard",
+    show_default=True,
+    help="How long the report is: fewer or more sub-questions and statements per section.",
+)
+@click.option(
+    "--type",
+    "report_type",
+    type=click.Choice(["report", "literature_review", "comparison"]),
+    default="report",
+    show_default=True,
+    help="report; literature_review (themes with their sources); comparison (contrasts per aspect, a table).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Also write the finished report to this file (.md, .html, .pdf or .docx).",
+)
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(["md", "html", "pdf", "docx"]),
+    default=None,
+    help="With -o: the file's format (default: from its extension).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+def research(
+    question: str | None,
+    user_id: str,
+    session_id: str,
+    approve: bool,
+    max_items: int | None,
+    deadline_s: float | None,
+    token_budget: int | None,
+    no_clarify: bool,
+    no_references: bool,
+    preferred_sources: tuple[str, ...],
+    exclude_sources: tuple[str, ...],
+    run_id: str | None,
+    answer: str | None,
+    approve_plan: bool,
+    cut: tuple[int, ...],
+    order: str | None,
+    edit: tuple[str, ...],
+    add: tuple[str, ...],
+    cancel: bool,
+    length: str,
+    report_type: str,
+    output: str | None,
+    export_format: str | None,
+    as_json: bool,
+) -> None:
+    """Deep research: clarifying questions, a plan you approve, each sub-question researched, one checked report."""
+    from pydantic import ValidationError
+
+    from researchcrew.contracts.deep import DeepOptions, PlanDecision
+    from researchcrew.contracts.request import ResearchRequest
+
+    steering = answer is not None or approve_plan or cut or order or edit or add or cancel
+    if run_id is None and question_is_piped(question):
+        question = read_question(question, missing="give a QUESTION, or --run ID to continue a paused run")
+    if run_id is None and not question:
+        raise click.UsageError("give a QUESTION, or --run ID to continue a paused run")
+    if run_id is not None and question:
+        raise click.UsageError("give either a QUESTION or --run ID, not both")
+    if run_id is None and steering:
+        raise click.UsageError("--answer, --approve, --cut, --order, --edit, --add and --cancel need --run ID")
+    if export_format is not None and output is None:
+        raise click.UsageError("--format needs -o/--output PATH")
+    if output is not None:
+        from researchcrew.deep.export import format_for
+        from researchcrew.errors import ConfigurationError
+
+        try:
+            chosen_format = format_for(output, export_format)
+        except ConfigurationError as error:
+            raise click.UsageError(str(error)) from error
+    interactive = not approve and not as_json and sys.stdin.isatty()
+    on_event = None if as_json else _progress
+
+    async def start(runtime: Runtime) -> DeepRun:
+        try:
+            request = ResearchRequest(
+                question=question or "",
+                user_id=user_id,
+                session_id=session_id,
+                preferred_sources=list(preferred_sources) or None,
+                exclude_sources=list(exclude_sources) or None,
+            )
+            options = DeepOptions(
+                auto_approve=approve,
+                max_subquestions=max_items,
+                deadline_s=deadline_s,
+                token_budget=token_budget,
+                clarify=not no_clarify,
+                follow_references=not no_references,
+                length=length,
+                report_type=report_type,
+            )
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+            raise click.ClickException(f"invalid request: {problems}") from error
+        run = await (await runtime.deep_research()).research(request, options, on_event=on_event)
+        return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
+
+    async def steer(runtime: Runtime) -> DeepRun:
+        assert run_id is not None  # noqa: S101 - checked above
+        deep = await runtime.deep_research()
+        run = await deep.get_research_run(run_id, user_id=user_id)
+        if cancel:
+            return await deep.cancel_research(run_id, user_id=user_id)
+        if answer is not None:
+            await deep.answer_clarification(run_id, user_id=user_id, answer=answer)
+        elif approve_plan or cut or order or edit or add:
+            if run.plan is None or run.awaiting != "plan_approval":
+                raise click.ClickException(f"run {run_id} is not waiting for a plan decision ({run.status})")
+            decision = (
+                PlanDecision()
+                if approve_plan and not (cut or order or edit or add)
+                else _edits(cut, order, edit, add, run.plan)
+            )
+            await deep.decide_plan(run_id, user_id=user_id, decision=decision)
+        else:
+            return run
+        run = await deep.resume_research(run_id, user_id=user_id, on_event=on_event)
+        return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
+
+    async def work(runtime: Runtime) -> DeepRun:
+        run = await (steer if run_id is not None else start)(runtime)
+        if output is not None and run.status == "completed":
+            deep = await runtime.deep_research()
+            exported = await deep.export_report(run.run_id, user_id=user_id, format=chosen_format)
+            exported.write(output)
+            click.echo(f"Report written to {output} ({exported.format}, {len(exported.content)} bytes)", err=True)
+        elif output is not None:
+            click.echo(
+                f"Run {run.run_id} is {run.status}: the report is written once it completes "
+                f"(continue with --run {run.run_id} ... -o {output})",
+                err=True,
+            )
+        return run
+
+    run = with_runtime(work)
+    if as_json:
+        echo_json(run.model_dump(mode="json"))
+    else:
+        click.echo(render_run(run))
