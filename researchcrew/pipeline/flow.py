@@ -637,7 +637,14 @@ async def run_question(
 
 
 def _without_filters(options: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in options.items() if name != "filters"}
+    """A source's options with its filters relaxed — except the collections to search: where to look is the user's
+    choice (the page's Collections toggles), not a filter a widened search may drop."""
+    kept = {name: value for name, value in options.items() if name != "filters"}
+    filters = options.get("filters")
+    collections = filters.get("collections") if isinstance(filters, dict) else getattr(filters, "collections", None)
+    if collections is not None:
+        kept["filters"] = {"collections": collections}
+    return kept
 
 
 def _require(value: _T | None, what: str) -> _T:

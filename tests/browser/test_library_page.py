@@ -1,7 +1,8 @@
 """The Library on the web page, in a real browser (Playwright driving Debian's Chromium, the harness of
 ``test_web_page``): a person opens the Library, uploads a Markdown file and a PDF (upload progress, then each file's
 status until it is ready), sees a corrupt file refused with the loader's reason, asks a question that the uploaded
-file answers and reads a citation naming the file and its section, then deletes the file. Another user's Library
+file answers and reads a citation naming the file and its section, unticks "My documents" among the collections to
+search and sees the file left out, then deletes the file. Another user's Library
 stays empty. Every run saves a screenshot in the test's tmp dir."""
 
 from __future__ import annotations
@@ -97,6 +98,19 @@ def test_a_researcher_uploads_watches_asks_and_deletes(
             expect(citations.filter(has_text="lab-notes.md").first).to_contain_text("§ Flaky tests")
             answer.locator("button.cite").first.click()
             expect(page.locator("#passage-meta")).to_contain_text(".md")
+            page.keyboard.press("Escape")
+
+            # The composer's Collections toggles: "My documents" unticked, the uploads are left out of the search.
+            toggles = page.locator("#collection-toggles")
+            expect(toggles).to_be_visible()
+            toggles.get_by_label("My documents").uncheck()
+            page.get_by_label("Your question").fill("What does the zorblax scheduler do?")
+            page.get_by_label("Your question").press("Enter")
+            second = page.locator(".exchange").nth(1)
+            expect(second.locator(".badges")).to_be_visible(timeout=60_000)
+            expect(second.locator(".citation").filter(has_text="lab-notes.md")).to_have_count(0)
+            expect(second.locator(".answer")).to_contain_text("could not find")  # only the notes know
+            toggles.get_by_label("My documents").check()
 
             # Delete one: gone from the list.
             page.get_by_role("button", name="Library").click()

@@ -254,3 +254,21 @@ async def test_an_upload_is_searched_for_its_owner_only(service: ServiceHarness,
     assert any(c["file_name"] == "lab-notes.md" for c in mine["citations"]), mine["citations"]
     assert not any("lab-notes" in json.dumps(c) for c in theirs["citations"])
     assert "zorblax" not in theirs["answer"]
+
+
+async def test_a_question_searches_only_the_collections_it_names_even_when_widened(
+    service: ServiceHarness, client: httpx.AsyncClient
+) -> None:
+    """The page's Collections toggles send ``tool_options.rag.filters.collections``: leaving "My documents" out
+    keeps the uploads out, also when nothing matched and the search was widened (its other filters relaxed)."""
+    ada = service.auth("ada")
+    response = await upload(client, ada, ("lab-notes.md", NOTES.encode(), "text/markdown"))
+    assert (await events_until_final(client, ada, response.json()["documents"][0]["id"]))[-1]["status"] == "ready"
+    session = (await client.post("/v1/sessions", headers=ada, json={})).json()["session_id"]
+    question = {
+        "question": "What does the zorblax scheduler do?",
+        "tool_options": {"rag": {"filters": {"collections": ["shared"]}}},
+    }
+    reply = await client.post(f"/v1/sessions/{session}/messages", headers=ada, json=question)
+    assert reply.status_code == 200, reply.text
+    assert not any(c.get("file_name") == "lab-notes.md" for c in reply.json()["citations"])

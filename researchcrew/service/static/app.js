@@ -226,6 +226,32 @@
       box.append(label);
     }
     box.hidden = state.sources.length === 0;
+    loadCollections();
+  }
+
+  // The knowledge-base collections this user reads (shared, their private one, named ones they belong to): each a
+  // toggle; unticking one narrows the knowledge-base search to the others (the service's filter can only narrow
+  // what the user may read, never widen it).
+  async function loadCollections() {
+    const box = $("collection-toggles");
+    let collections = [];
+    try {
+      collections = (await api("GET", "/v1/collections")).collections || [];
+    } catch {
+      collections = [];
+    }
+    box.replaceChildren(el("legend", null, "Collections"));
+    for (const collection of collections) {
+      const label = el("label", "toggle");
+      const input = el("input");
+      input.type = "checkbox";
+      input.checked = true;
+      input.value = collection.name;
+      const name = collection.kind === "private" ? "My documents" : collection.name;
+      label.append(input, ` ${name}`);
+      box.append(label);
+    }
+    box.hidden = collections.length < 2;
   }
 
   // ---- sessions ---------------------------------------------------------------------------------------------
@@ -587,6 +613,11 @@
       .filter((input) => !input.checked)
       .map((input) => input.value);
     if (excluded.length) body.exclude_sources = excluded;
+    const collections = [...$("collection-toggles").querySelectorAll("input[type=checkbox]")];
+    const chosen = collections.filter((input) => input.checked).map((input) => input.value);
+    if (collections.length && chosen.length < collections.length) {
+      body.tool_options = { rag: { filters: { collections: chosen } } };
+    }
     return body;
   }
 

@@ -4,8 +4,8 @@
 //
 // Same rules as app.js: text from the service goes into the page as text. The API: POST /v1/documents (multipart,
 // sent with XMLHttpRequest for its upload progress), GET /v1/documents (polled while something is being ingested),
-// DELETE /v1/documents/{id}. Documents go to the user's private collection; choosing collections to search comes
-// with shared collections (access control).
+// DELETE /v1/documents/{id}. Documents go to the user's private collection ("My documents"); the composer's
+// Collections toggles (app.js) choose which collections a question searches.
 "use strict";
 
 (() => {
