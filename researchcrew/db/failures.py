@@ -14,14 +14,22 @@ statement or its parameters (SQLAlchemy puts both into ``str(error)``), never a 
 
 from __future__ import annotations
 
+import functools
+import logging
 import socket
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from researchcrew.errors import MemoryStoreError, MemoryStoreUnavailableError
 from researchcrew.redaction import public_text
 
 _MAX_CHAIN = 8
+logger = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
+_Method = Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]
 
 
 def is_outage(error: BaseException) -> bool:
@@ -58,4 +66,22 @@ def store_failure(operation: str, error: BaseException) -> MemoryStoreError:
     return MemoryStoreError(f"{operation} failed: {driver_reason(error)}")
 
 
-__all__ = ["driver_reason", "is_outage", "store_failure"]
+def guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
+    """A repository method whose database failures become ``store_failure(operation, ...)`` (the cause stays
+    chained, the failure logged): the one guard of the repositories that need nothing else."""
+
+    def decorate(method: _Method[P, T]) -> _Method[P, T]:
+        @functools.wraps(method)
+        async def wrapper(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return await method(self, *args, **kwargs)
+            except (SQLAlchemyError, OSError) as error:
+                logger.warning("%s failed: %s", operation, error)
+                raise store_failure(operation, error) from error
+
+        return wrapper
+
+    return decorate
+
+
+__all__ = ["driver_reason", "guarded", "is_outage", "store_failure"]

@@ -11,18 +11,17 @@ Open it on the runtime's memory store: ``CollectionsStore(store.engine)``.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import delete, or_, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from researchcrew.db.failures import store_failure
+from researchcrew.db.failures import guarded
 from researchcrew.db.models import KbCollectionMemberRow, KbCollectionRow
 from researchcrew.db.session import Sessions
 from researchcrew.errors import (
@@ -40,10 +39,6 @@ from researchcrew.knowledge.access import (
 )
 
 logger = logging.getLogger(__name__)
-
-P = ParamSpec("P")
-T = TypeVar("T")
-_Method = Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]
 
 
 class CollectionInfo(BaseModel):
@@ -66,30 +61,13 @@ def check_member(user_id: str) -> str:
     return user_id
 
 
-def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Database failures become ``MemoryStoreError`` naming the operation (the cause stays chained)."""
-
-    def decorate(method: _Method[P, T]) -> _Method[P, T]:
-        @functools.wraps(method)
-        async def wrapper(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            try:
-                return await method(self, *args, **kwargs)
-            except (SQLAlchemyError, OSError) as error:
-                logger.warning("%s failed: %s", operation, error)
-                raise store_failure(operation, error) from error
-
-        return wrapper
-
-    return decorate
-
-
 class CollectionsStore:
     """Named shared collections and their members; implements ``access.CollectionAccess``."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._read, self._write = Sessions.of(engine)
 
-    @_guarded("reading the collections a user may read")
+    @guarded("reading the collections a user may read")
     async def readable(self, user_id: str | None) -> list[str]:
         """``shared``, the user's private collection, and the named ones they own or are a member of."""
         names = implicit_readable(user_id)
@@ -113,7 +91,7 @@ class CollectionsStore:
             return True
         return not collection.startswith("user:") and collection in await self.readable(user_id)
 
-    @_guarded("adding a collection")
+    @guarded("adding a collection")
     async def create(self, name: str, *, members: Iterable[str] = (), owner_id: str | None = None) -> CollectionInfo:
         check_shared_name(name)
         readers = sorted({check_member(member) for member in members})
@@ -130,7 +108,7 @@ class CollectionsStore:
         logger.info("added collection %s (owner %s, %d members)", name, owner_id or "operator", len(readers))
         return CollectionInfo(name=name, kind="named", owner_id=owner_id, members=readers, created_at=now)
 
-    @_guarded("changing a collection's members")
+    @guarded("changing a collection's members")
     async def change_members(
         self, name: str, *, add: Iterable[str] = (), remove: Iterable[str] = (), acting_user: str | None = None
     ) -> CollectionInfo:
@@ -157,14 +135,14 @@ class CollectionsStore:
             name=name, kind="named", owner_id=row.owner_id, members=members, created_at=row.created_at
         )
 
-    @_guarded("checking a collection's owner")
+    @guarded("checking a collection's owner")
     async def check_owner(self, name: str, *, acting_user: str | None) -> None:
         """Nothing when ``acting_user`` may change the collection; ``CollectionForbiddenError`` for a member,
         ``CollectionNotFoundError`` for anyone else (or no such collection)."""
         async with self._read() as session:
             await self._changeable(session, name, acting_user)
 
-    @_guarded("removing a collection")
+    @guarded("removing a collection")
     async def remove(self, name: str, *, acting_user: str | None = None) -> None:
         """Forget the collection and its members (its documents' chunks are the knowledge base's to delete)."""
         async with self._write.begin() as session:
@@ -173,7 +151,7 @@ class CollectionsStore:
             await session.execute(delete(KbCollectionRow).where(KbCollectionRow.name == name))
         logger.info("removed collection %s", name)
 
-    @_guarded("reading a collection")
+    @guarded("reading a collection")
     async def get(self, name: str, *, acting_user: str | None = None) -> CollectionInfo:
         """One collection as the acting user may see it (``CollectionNotFoundError`` when they may not read it)."""
         if name == SHARED or (acting_user is not None and name == private_collection(acting_user)):
@@ -183,7 +161,7 @@ class CollectionsStore:
             raise CollectionNotFoundError(f"no collection {name!r}; `researchcrew collections list` shows them")
         return listed[name]
 
-    @_guarded("listing collections")
+    @guarded("listing collections")
     async def list_collections(self, user_id: str | None = None) -> list[CollectionInfo]:
         """The collections ``user_id`` reads (with ``shared`` and their private one); every named one for None."""
         async with self._read() as session:

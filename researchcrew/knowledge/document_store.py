@@ -11,27 +11,23 @@ Open it on the memory store's engine: ``DocumentStore(store.engine)``. Every fai
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import delete, func, select
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from researchcrew.db.document_tables import DocumentRow
-from researchcrew.db.failures import store_failure
+from researchcrew.db.failures import guarded
 from researchcrew.db.session import Sessions
 from researchcrew.errors import DocumentNotFoundError, DocumentQuotaError
 
 logger = logging.getLogger(__name__)
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
 DocumentStatus = Literal["queued", "ingesting", "ready", "failed"]
 UNFINISHED: tuple[DocumentStatus, ...] = ("queued", "ingesting")
@@ -85,24 +81,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-_Method = Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]
-
-
-def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    def decorate(method: _Method[P, T]) -> _Method[P, T]:
-        @functools.wraps(method)
-        async def wrapper(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            try:
-                return await method(self, *args, **kwargs)
-            except (SQLAlchemyError, OSError) as error:
-                logger.warning("%s failed: %s", operation, error)
-                raise store_failure(operation, error) from error
-
-        return wrapper
-
-    return decorate
-
-
 def _record(row: DocumentRow) -> StoredDocument:
     return StoredDocument(
         id=row.id,
@@ -130,7 +108,7 @@ class DocumentStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self._read, self._write = Sessions.of(engine)
 
-    @_guarded("adding documents")
+    @guarded("adding documents")
     async def add(
         self, documents: Sequence[StoredDocument], *, max_documents: int, max_bytes: int
     ) -> list[StoredDocument]:
@@ -161,7 +139,7 @@ class DocumentStore:
                 session.add(DocumentRow(**document.model_dump()))
         return list(documents)
 
-    @_guarded("reading a document")
+    @guarded("reading a document")
     async def get(self, document_id: str) -> StoredDocument | None:
         async with self._read() as session:
             row = await session.get(DocumentRow, document_id)
@@ -174,7 +152,7 @@ class DocumentStore:
             raise DocumentNotFoundError(f"no document {document_id!r}")
         return document
 
-    @_guarded("listing documents")
+    @guarded("listing documents")
     async def list_owned(
         self, owner: str, *, limit: int, offset: int = 0, status: DocumentStatus | None = None
     ) -> tuple[list[StoredDocument], int]:
@@ -195,7 +173,7 @@ class DocumentStore:
             ).scalars()
             return [_record(row) for row in rows], total
 
-    @_guarded("listing unfinished documents")
+    @guarded("listing unfinished documents")
     async def unfinished(self) -> list[StoredDocument]:
         """Documents queued or being ingested (after a restart: to be ingested again), oldest first."""
         async with self._read() as session:
@@ -206,7 +184,7 @@ class DocumentStore:
             ).scalars()
             return [_record(row) for row in rows]
 
-    @_guarded("updating a document")
+    @guarded("updating a document")
     async def update(self, document_id: str, /, **changes: Any) -> StoredDocument | None:
         """Change fields of a document (``status``, ``error``, ``chunks``, ...); None when it is gone."""
         async with self._write.begin() as session:
@@ -221,7 +199,7 @@ class DocumentStore:
             await session.flush()
             return _record(row)
 
-    @_guarded("deleting a document")
+    @guarded("deleting a document")
     async def delete(self, document_id: str) -> bool:
         async with self._write.begin() as session:
             result = await session.execute(delete(DocumentRow).where(DocumentRow.id == document_id))

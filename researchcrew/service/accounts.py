@@ -12,21 +12,18 @@ Open it on the runtime's memory store: ``Accounts(await runtime.memory_store())`
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import logging
 import re
 import secrets
-from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 
-from researchcrew.db.failures import store_failure
+from researchcrew.db.failures import guarded
 from researchcrew.db.models import ApiKeyRow, ServiceUserRow
 from researchcrew.db.session import Sessions
 from researchcrew.errors import ResearchCrewError
@@ -34,8 +31,6 @@ from researchcrew.memory.store import MemoryStore
 
 logger = logging.getLogger(__name__)
 
-P = ParamSpec("P")
-T = TypeVar("T")
 
 KEY_PREFIX = "rc"
 _KEY_ID_HEX = 12
@@ -89,26 +84,6 @@ def check_user_name(name: str) -> str:
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-_Method = Callable[Concatenate[Any, P], Coroutine[Any, Any, T]]
-
-
-def guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Database failures become ``MemoryStoreError`` naming the operation (the cause stays chained)."""
-
-    def decorate(method: _Method[P, T]) -> _Method[P, T]:
-        @functools.wraps(method)
-        async def wrapper(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            try:
-                return await method(self, *args, **kwargs)
-            except (SQLAlchemyError, OSError) as error:
-                logger.warning("%s failed: %s", operation, error)
-                raise store_failure(operation, error) from error
-
-        return wrapper
-
-    return decorate
 
 
 class Accounts:

@@ -23,12 +23,12 @@ from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from researchcrew.db.failures import guarded
 from researchcrew.db.models import ChatSessionRow, ExchangeRow, MentionRow, MessageRow, UserStateRow
 from researchcrew.db.session import Sessions
 from researchcrew.memory import exchanges
 from researchcrew.memory.records import ExchangeRecord
 from researchcrew.memory.store import MemoryStore
-from researchcrew.service.accounts import guarded
 
 logger = logging.getLogger(__name__)
 
