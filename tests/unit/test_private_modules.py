@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from tests.unit.test_layers import _modules
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "researchcrew"
 
@@ -34,14 +36,9 @@ SHARED_PRIVATE: dict[str, str] = {
 }
 
 
-def _module_name(path: Path) -> str:
-    parts = ["researchcrew", *path.relative_to(PACKAGE).with_suffix("").parts]
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-@cache
 def modules() -> dict[str, Path]:
-    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+    """Every module of the package by dotted name (the layer test's reading of the tree)."""
+    return _modules()
 
 
 def _resolve(module: str, path: Path, node: ast.ImportFrom) -> Iterator[str]:
