@@ -17,6 +17,7 @@ from researchcrew.contracts.evaluator import ContradictionRecord, FilteredContex
 from researchcrew.contracts.follow_up import QuestionRewrite, TokenUsage
 from researchcrew.contracts.query import Query, ResponseFormat, UserPreferences
 from researchcrew.contracts.retriever import RetrievalStatus
+from researchcrew.contracts.tables import AnswerTable, RouteDecision
 
 ConfidenceLevel = Literal["high", "medium", "low", "insufficient"]
 MemoryWriteStatus = Literal["scheduled", "not_remembered", "unavailable"]  # FinalResponse.memory_status (issue 13)
@@ -300,6 +301,17 @@ class FinalResponse(Contract):
         default_factory=AnswerCost,
         description="What the tokens in token_usage cost in US dollars, per stage and in total; `usd` is None (never "
         "0) when the model's price is unknown. Exactly 0 without an LLM.",
+    )
+    # ---- issue 22 (seed 004): structured evidence -------------------------------------------------------------------
+    route: RouteDecision | None = Field(
+        default=None,
+        description="The retrieval route chosen for the question (structured, hybrid or long_text), why, and the "
+        "fallbacks tried; None when no route selection ran.",
+    )
+    table: AnswerTable | None = Field(
+        default=None,
+        description="For a structured answer: the rows found (each cited), the first page of them, and how many "
+        "exist in all; page with 'show the rest', export with 'export that table'.",
     )
 
 

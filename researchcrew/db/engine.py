@@ -34,6 +34,7 @@ from sqlalchemy.pool import StaticPool
 from sqlalchemy.util import await_only
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
 
+from researchcrew.db import _aiosqlite_stop
 from researchcrew.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def create_engine(url: str, **engine_kwargs: Any) -> AsyncEngine:
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
+        _aiosqlite_stop.install()
         database = parsed.database or ""
         in_memory = database in ("", ":memory:") or parsed.query.get("mode") == "memory"
         if not in_memory:

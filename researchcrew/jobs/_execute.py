@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -279,10 +280,10 @@ async def _despite_cancellation(work: Awaitable[None]) -> None:
     more than once); the caller re-raises its own cancellation afterwards."""
     task = asyncio.ensure_future(work)
     while not task.done():
-        try:
+        # Cancelled again: keep waiting for the work. The work's own failure: logged below, never raised over
+        # the caller's cancellation (it used to escape and end the run's task with the store's error).
+        with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.shield(task)
-        except asyncio.CancelledError:
-            continue
     if task.exception() is not None:
         logger.warning("could not give a question back (its lease runs out instead): %s", task.exception())
 

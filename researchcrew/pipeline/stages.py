@@ -27,6 +27,8 @@ from researchcrew.contracts import (
     ProgressEvent,
     RetrieverInput,
     RetrieverOutput,
+    StructuredOutcome,
+    StructuredRequest,
     SynthesizerInput,
     SynthesizerOutput,
 )
@@ -240,3 +242,11 @@ class ResearchStages:
 def _with_coverage(output: SynthesizerOutput) -> FinalResponse:
     """The answer, carrying the coverage metrics the Synthesizer computed (they reach every door through it)."""
     return output.final_response.model_copy(update={"coverage": output.coverage_metrics})
+
+
+class StructuredStage(Protocol):
+    """Issue 22 (seed 004): chooses a route for a question and, on the structured or hybrid route, answers it from
+    annotations (facts and table rows extracted at ingest). Never raises for a source failure: it says so in the
+    outcome's route reason and returns no table."""
+
+    async def run(self, request: StructuredRequest, /) -> StructuredOutcome: ...
