@@ -205,7 +205,9 @@ class ReferenceFollower:
         documents = self._documents.setdefault(index, Counter())
         for chunk in resolution.chunks:
             self._tokens[index] += len(chunk.content) // CHARS_PER_TOKEN
-            key = source_of(chunk)
+        # A document "comes back" once per reference that resolves to it, however many of its passages the scoped
+        # search read (three passages of one document are one return, not three).
+        for key, chunk in {source_of(chunk): chunk for chunk in reversed(resolution.chunks)}.items():
             documents[key] += 1
             if documents[key] >= self.settings.convergence_repeats and index not in self._converged:
                 self._converged[index] = chunk.title or key
@@ -365,25 +367,32 @@ class ReferenceFollower:
         return list(result.chunks), None
 
     async def _title(self, title: str, sub_question: str, timeout_s: float) -> Resolution:
+        # Which document a title names is one look-up per run; which of its passages fit is one per sub-question
+        # (the passages read for one sub-question were reused for the others before).
         key = f"title:{normal_title(title)}"
-        if key in self._cache:
-            return self._cache[key]
-        hits, failure = await self._knowledge(title, timeout_s, num_results=5)
-        matching = [hit for hit in hits if hit.source_id and title_matches(hit.title, title)]
-        if failure is not None or not matching:
-            resolution = Resolution((), failure or "no knowledge-base document has this title")
-        else:
-            document = matching[0]
-            passages, failure = await self._knowledge(
+        if key not in self._cache:
+            hits, failure = await self._knowledge(title, timeout_s, num_results=5)
+            matching = [hit for hit in hits if hit.source_id and title_matches(hit.title, title)]
+            self._cache[key] = (
+                Resolution((matching[0],), f"knowledge-base document “{matching[0].title}”")
+                if failure is None and matching
+                else Resolution((), failure or "no knowledge-base document has this title")
+            )
+        named = self._cache[key]
+        if not named.chunks:
+            return named
+        document = named.chunks[0]
+        scoped_key = f"passages:{document.source_id}:{sub_question}"
+        if scoped_key not in self._cache:
+            passages, _ = await self._knowledge(
                 sub_question, timeout_s, num_results=3, filters={"doc_ids": [document.source_id]}
             )
             found = tuple(passages) if passages else (document,)
-            resolution = Resolution(found, f"knowledge-base document “{document.title}”", scoped=bool(passages))
-        self._cache[key] = resolution
-        return resolution
+            self._cache[scoped_key] = Resolution(found, named.reason, scoped=bool(passages))
+        return self._cache[scoped_key]
 
     async def _doi(self, doi: str, sub_question: str, timeout_s: float) -> Resolution:
-        key = f"doi:{doi.lower()}"
+        key = f"doi:{doi.lower()}:{sub_question}"  # the passages read are the sub-question's (see _title)
         if key in self._cache:
             return self._cache[key]
         passages, failure = await self._knowledge(
