@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, closing
+from pathlib import Path
 from typing import Any
 
 import lxml.html
@@ -33,7 +34,7 @@ from tests.deep.export_support import docx_text, pdf_text
 from tests.e2e.support import offline_settings, shared_embedder
 from tests.helpers.services import required_directory
 from tests.loopback.arxiv import ArxivFake, recording_for
-from tests.loopback.server import LoopbackServer
+from tests.loopback.server import LoopbackServer, Request
 
 CORPUS = reference_corpus_path()
 SCRIPT = json.loads((CORPUS / "questions.json").read_text(encoding="utf-8"))
@@ -51,6 +52,19 @@ def test_the_shipped_arxiv_responses_are_the_demo_corpus_records_of_the_cited_pa
         assert json.loads(path.read_text(encoding="utf-8")) == recording_for(records[path.stem.removeprefix("id_")])
     cited = set(re.findall(r"arXiv:(\d{4}\.\d{5})", " ".join(p.read_text() for p in (CORPUS / "documents").iterdir())))
     assert cited == {path.stem.removeprefix("id_") for path in shipped}  # every cited paper is served, no other
+
+
+def test_the_loopback_arxiv_answers_an_id_list_from_each_ids_recording(fixtures_dir: Path) -> None:
+    fake = ArxivFake(fixtures_dir / "arxiv", CORPUS / "arxiv")
+
+    def ids(id_list: str) -> list[str]:
+        reply = fake(Request("GET", "/api/query", {"id_list": [id_list], "start": ["0"]}, {}, b""))
+        assert reply.status == 200
+        return re.findall(r"<id>http://arxiv\.org/abs/([^<]+)</id>", reply.body.decode("utf-8"))
+
+    assert ids("2101.09077") == ["2101.09077v1"]  # a corpus recording, as cited (no version)
+    assert ids("2005.06826,2101.09077v1,9999.99999,2104.12255v1") == ["2005.06826v1", "2101.09077v1", "2104.12255v1"]
+    assert ids("9999.99999,0000.00001") == []  # nobody recorded them: arXiv's real empty feed
 
 
 @pytest.fixture(scope="module")
