@@ -14,7 +14,16 @@ approved automatically (``auto_approve``), nothing remembered, no internet:
   server (tests/loopback/openai.py) whose scripted replies are instant: what the pipeline itself costs around a
   model, and the token accounting from the server's usage figures.
 
-One uncounted warm-up run per scenario comes first. Prints one JSON document.
+One uncounted warm-up run per scenario comes first.
+
+``reference_corpus`` (issue 21 item 3) runs the bundled reference corpus (``researchcrew/data/reference_corpus``: six
+notes citing each other by DOI, numbered list and title, and four arXiv papers served by the loopback arXiv server
+from the corpus' recorded-format responses) with its plan approved as the user's, once without following and once
+per setting (depth 1, 2, 3; depth 2 with a 300-token budget): references detected / followed / kept (by depth), why
+the rest were skipped, the cited sources following added, and the coverage of the facts only cited documents hold
+(``questions.json``) before and after. ``--only reference_corpus`` runs just that.
+
+Prints one JSON document.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
@@ -153,8 +163,9 @@ def scripted_reply(body: dict[str, Any]) -> str:
 
 
 @contextmanager
-def loopback_arxiv() -> Iterator[Any]:
-    """An ArxivTool against the loopback server replaying the recorded feeds; None without ../shared."""
+def loopback_arxiv(*extra: Path) -> Iterator[Any]:
+    """An ArxivTool against the loopback server replaying the recorded feeds (and those in ``extra`` folders);
+    None without ../shared."""
     fixtures = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "arxiv"
     if not fixtures.is_dir():
         yield None
@@ -164,7 +175,7 @@ def loopback_arxiv() -> Iterator[Any]:
     from tests.loopback.arxiv import ArxivFake
     from tests.loopback.server import LoopbackServer
 
-    with LoopbackServer(ArxivFake(fixtures)) as server:
+    with LoopbackServer(ArxivFake(fixtures, *extra)) as server:
         yield ArxivTool(
             ArxivSettings(api_url=f"{server.url}/api/query", min_interval_s=0, num_retries=0, timeout_s=5),
             spacer=RequestSpacer(0),
@@ -241,12 +252,157 @@ async def run_scenario(settings: Any, tools: list[Any], questions: list[str], ma
     }
 
 
+REFERENCE_SETTINGS: dict[str, dict[str, Any]] = {
+    "depth_1": {"follow_depth": 1},
+    "depth_2": {"follow_depth": 2},
+    "depth_3": {"follow_depth": 3},
+    "depth_2_budget_300": {"follow_depth": 2, "reference_token_budget": 300},
+}
+
+
+def _skip_reason(reason: str) -> str:
+    for prefix, name in (
+        ("already in the evidence", "already_in_evidence"),
+        ("convergence: depth", "convergence_no_new_source"),
+        ("convergence:", "convergence_same_document"),
+        ("depth limit", "depth_limit"),
+        ("reference token budget", "token_budget"),
+        ("look-up limit", "look_up_limit"),
+    ):
+        if reason.startswith(prefix):
+            return name
+    return "other"
+
+
+async def _corpus_run(runtime: Any, script: dict[str, Any], plan: list[str], follow: bool) -> tuple[Any, float]:
+    from researchcrew.contracts.deep import DeepOptions, PlanChoice, PlanDecision
+    from researchcrew.contracts.request import ResearchRequest
+
+    research = await runtime.deep_research()
+    request = ResearchRequest(question=script["question"], user_id="bench", session_id="refs")
+    started = time.perf_counter()
+    run = await research.research(request, DeepOptions(clarify=False, max_subquestions=5, follow_references=follow))
+    decision = PlanDecision(items=[PlanChoice(question=question) for question in plan])
+    await research.decide_plan(run.run_id, user_id="bench", decision=decision)
+    run = await research.resume_research(run.run_id, user_id="bench")
+    if run.report is None:
+        raise SystemExit(f"reference corpus run failed: {run.status} {run.error}")
+    return run.report, time.perf_counter() - started
+
+
+def _kept_documents(report: Any) -> dict[str, list[str]]:
+    """Per sub-question, the documents its kept references brought (cited titles; uncited: the passage id), with
+    the depth that first reached each."""
+    titles = {passage.chunk_id: c.title for c in report.response.citations for passage in c.passages}
+    titles.update({c.chunk_id: c.title for c in report.response.citations})
+    found: dict[str, dict[str, int]] = {}
+    for record in report.references:
+        if record.outcome == "kept":
+            documents = found.setdefault(str(record.sub_question), {})
+            for chunk_id in record.resolved:
+                name = titles.get(chunk_id) or chunk_id
+                documents[name] = min(documents.get(name, record.depth), record.depth)
+    return {index: sorted(f"{name} (depth {depth})" for name, depth in docs.items()) for index, docs in found.items()}
+
+
+def _facts(report: Any, script: dict[str, Any]) -> list[str]:
+    text = " ".join(claim.text for section in report.response.sections for claim in section.claims)
+    return [fact for fact, phrase in script["facts"].items() if phrase in text]
+
+
+async def reference_corpus_scenario(settings: Any, tools: list[Any]) -> dict[str, Any]:
+    from researchcrew.data import reference_corpus_path
+    from researchcrew.runtime import open_runtime
+
+    script = json.loads((reference_corpus_path() / "questions.json").read_text(encoding="utf-8"))
+    async with open_runtime(settings, tools=tools, remember=False) as runtime:
+        await _corpus_run(runtime, script, script["plan"], follow=False)  # warm-up, not counted
+    return {
+        "question": script["question"],
+        # The corpus' plan; and its first two items only, where the policy (reached by its DOI) is read for one
+        # sub-question alone, so what it cites is reached only at depth 2.
+        "plan": await _plan_runs(settings, tools, script, script["plan"], list(REFERENCE_SETTINGS)),
+        "short_plan": await _plan_runs(settings, tools, script, script["short_plan"], ["depth_1", "depth_2"]),
+    }
+
+
+async def _plan_runs(
+    settings: Any, tools: list[Any], script: dict[str, Any], plan: list[str], names: list[str]
+) -> dict[str, Any]:
+    from researchcrew.runtime import open_runtime
+    from researchcrew.settings import DeepResearchSettings
+
+    async with open_runtime(settings, tools=tools, remember=False) as runtime:
+        baseline, baseline_s = await _corpus_run(runtime, script, plan, follow=False)
+    before_titles = {citation.title for citation in baseline.response.citations}
+    before_facts = _facts(baseline, script)
+    rows: dict[str, Any] = {
+        "no_following": {
+            "wall_s": round(baseline_s, 3),
+            "cited_sources": len(before_titles),
+            "facts_covered": f"{len(before_facts)}/{len(script['facts'])}",
+            "coverage": round(len(before_facts) / len(script["facts"]), 3),
+        }
+    }
+    for name in names:
+        deep = REFERENCE_SETTINGS[name]
+        configured = settings.model_copy(update={"deep": DeepResearchSettings(**deep)})
+        async with open_runtime(configured, tools=tools, remember=False) as runtime:
+            report, wall_s = await _corpus_run(runtime, script, plan, follow=True)
+        records = report.references
+        kept = [r for r in records if r.outcome == "kept"]
+        titles = {citation.title for citation in report.response.citations}
+        facts = _facts(report, script)
+        skipped = dict(Counter(_skip_reason(r.reason) for r in records if r.outcome == "skipped"))
+        rows[name] = {
+            "settings": deep,
+            "wall_s": round(wall_s, 3),
+            "references": {
+                "detected": len(records),
+                "followed": sum(1 for r in records if r.outcome in ("kept", "rejected")),
+                "kept": len(kept),
+                "rejected": sum(1 for r in records if r.outcome == "rejected"),
+                "unresolved": sum(1 for r in records if r.outcome == "unresolved"),
+                "skipped": skipped,
+                "kept_by_depth": dict(sorted(Counter(str(r.depth) for r in kept).items())),
+                "kept_by_kind": dict(sorted(Counter(r.kind for r in kept).items())),
+            },
+            "kept_documents_per_sub_question": _kept_documents(report),
+            "cited_sources": len(titles),
+            "new_cited_sources": sorted(title or "" for title in titles - before_titles),
+            "facts_covered": f"{len(facts)}/{len(script['facts'])}",
+            "coverage": round(len(facts) / len(script["facts"]), 3),
+            "facts_added": sorted(set(facts) - set(before_facts)),
+            "quality_overall": report.quality[-1].overall,
+        }
+    return {"sub_questions": plan, "runs": rows}
+
+
+def run_reference_corpus(base: Any) -> dict[str, Any] | None:
+    """The reference-corpus scenario in its own data directory; None without ../shared (the loopback arXiv)."""
+    from researchcrew.data import reference_corpus_path
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.tools.rag import RAGTool
+
+    settings = base.model_copy(update={"data_dir": base.data_dir / "reference_corpus"})
+    with ExitStack() as stack:
+        arxiv = stack.enter_context(loopback_arxiv(reference_corpus_path() / "arxiv"))
+        if arxiv is None:
+            return None
+        knowledge_base = stack.enter_context(KnowledgeBase(settings))
+        knowledge_base.ingest([reference_corpus_path() / "documents"], progress=False)
+        return asyncio.run(reference_corpus_scenario(settings, [RAGTool(knowledge_base), arxiv]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=len(QUESTIONS), help="How many questions per scenario.")
     parser.add_argument("--max-items", type=int, default=5, help="Most sub-questions per plan.")
     parser.add_argument("--data-dir", type=Path, default=None, help="Data directory (default: a fresh temporary one).")
     parser.add_argument("--keep", action="store_true", help="Keep the temporary data directory.")
+    parser.add_argument(
+        "--only", choices=["reference_corpus"], default=None, help="Run only this scenario (default: all)."
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -262,7 +418,11 @@ def main() -> None:
     )
     questions = (QUESTIONS * (1 + args.questions // len(QUESTIONS)))[: args.questions]
     scenarios: dict[str, Any] = {}
+    corpus: dict[str, Any] = {}
     try:
+        if args.only == "reference_corpus":
+            scenarios["reference_corpus"] = run_reference_corpus(base)
+            return _print(scenarios, corpus, [], args.max_items)
         corpus = ingest_demo_corpus(base)
         with ExitStack() as stack:
             knowledge_base = stack.enter_context(KnowledgeBase(base))
@@ -277,9 +437,14 @@ def main() -> None:
             )
             scenarios["loopback_llm"] = asyncio.run(run_scenario(llm_settings, with_pages, questions, args.max_items))
             scenarios["loopback_llm"]["llm_requests"] = len(service.bodies)
+        scenarios["reference_corpus"] = run_reference_corpus(base)
     finally:
         if args.data_dir is None and not args.keep:
             shutil.rmtree(data_dir, ignore_errors=True)
+    _print(scenarios, corpus, questions, args.max_items)
+
+
+def _print(scenarios: dict[str, Any], corpus: dict[str, Any], questions: list[str], max_items: int) -> None:
     print(
         json.dumps(
             {
@@ -287,8 +452,8 @@ def main() -> None:
                 "setup": {
                     "demo_corpus": corpus,
                     "questions": questions,
-                    "max_subquestions": args.max_items,
-                    "arxiv_loopback": "used" if scenarios["offline_references"]["references"]["detected"] else "absent",
+                    "max_subquestions": max_items,
+                    "arxiv_loopback": "used" if scenarios.get("reference_corpus") else "absent",
                 },
                 "scenarios": scenarios,
                 "machine": describe_cpu(),

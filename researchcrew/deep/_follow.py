@@ -16,7 +16,8 @@ Each resolved passage is scored against the sub-question — the share of the su
 contains, or, for passages a scoped search found for the sub-question, the knowledge base's calibrated relevance
 when that is higher — and kept only at or above the threshold. Following stops at the depth limit, skips what this
 sub-question already visited, and stops when the sub-question's token budget (resolved text, 4 characters a token)
-or look-up limit is spent, when the same document keeps coming back (the convergence rule), or when time is up.
+or look-up limit is spent, when the same document keeps coming back or a round (one depth) adds no new source, only
+more passages of documents the evidence already had (the convergence rules), or when time is up.
 Every reference found gets a ``FollowedReference`` saying what happened and why.
 """
 
@@ -75,6 +76,11 @@ def relevance_to(sub_question: str, chunk: ContextChunk, *, scoped: bool) -> flo
     return round(max(lexical, chunk.semantic_relevance) if scoped else lexical, 4)
 
 
+def source_of(chunk: ContextChunk) -> str:
+    """The document a passage belongs to (its source id, else its URL, else itself)."""
+    return chunk.source_id or chunk.url or chunk.chunk_id
+
+
 def title_matches(candidate: str | None, wanted: str) -> bool:
     """A knowledge-base title matches a cited title (or a reference-list entry that contains one)."""
     if not candidate:
@@ -111,6 +117,7 @@ class ReferenceFollower:
         self._tokens: Counter[int] = Counter()
         self._documents: dict[int, Counter[str]] = {}
         self._converged: dict[int, str] = {}
+        self._stale: dict[int, int] = {}  # sub-question → the depth whose round added no new source
 
     def records_of(self, index: int) -> list[FollowedReference]:
         return [record for record in self.records if record.sub_question == index]
@@ -123,6 +130,7 @@ class ReferenceFollower:
         evidence (relevance set to their score, the reference in ``metadata["followed_reference"]``)."""
         deadline = time.monotonic() + max(0.0, time_limit_s)
         known = {chunk.chunk_id for chunk in chunks}
+        sources = {source_of(chunk) for chunk in chunks}
         kept: list[ContextChunk] = []
         frontier = [(reference, 1) for chunk in chunks for reference in detect_references(chunk)]
         while frontier:
@@ -141,6 +149,7 @@ class ReferenceFollower:
             if not todo:
                 break
             resolutions = await self._resolve_all([reference for reference, _ in todo], sub_question, deadline)
+            added: list[ContextChunk] = []
             for (reference, depth), resolution in zip(todo, resolutions, strict=True):
                 if index in self._converged:  # an earlier reference of this depth made the document come back
                     self._record(index, reference, depth, "skipped", self._convergence(index))
@@ -149,17 +158,26 @@ class ReferenceFollower:
                 for chunk in found:
                     known.add(chunk.chunk_id)
                     kept.append(chunk)
+                    added.append(chunk)
                     frontier += [(inner, depth + 1) for inner in detect_references(chunk)]
+            new_sources = {source_of(chunk) for chunk in added} - sources
+            if added and not new_sources and index not in self._stale:
+                # The round only brought more passages of documents the evidence already had: nothing new to read
+                # further from (the convergence rule's second half), so what they cite is not followed.
+                self._stale[index] = todo[0][1]
+            sources |= new_sources
         return kept
 
     def _limit(self, index: int, reference: DetectedReference, depth: int, deadline: float) -> str | None:
         """Why this reference is not looked up now ("visited" means silently), or None."""
         if reference.key in self._visited.get(index, set()):
             return "visited"
-        if depth > self.settings.follow_depth:
-            return f"depth limit ({self.settings.follow_depth}) reached"
         if index in self._converged:
             return self._convergence(index)
+        if index in self._stale:
+            return f"convergence: depth {self._stale[index]} added no new source, only documents already read"
+        if depth > self.settings.follow_depth:
+            return f"depth limit ({self.settings.follow_depth}) reached"
         if self._looked_up[index] >= self.settings.max_references:
             return f"look-up limit ({self.settings.max_references} per sub-question) reached"
         if self._tokens[index] >= self.settings.reference_token_budget:
@@ -187,7 +205,9 @@ class ReferenceFollower:
         documents = self._documents.setdefault(index, Counter())
         for chunk in resolution.chunks:
             self._tokens[index] += len(chunk.content) // CHARS_PER_TOKEN
-            key = chunk.source_id or chunk.url or chunk.chunk_id
+        # A document "comes back" once per reference that resolves to it, however many of its passages the scoped
+        # search read (three passages of one document are one return, not three).
+        for key, chunk in {source_of(chunk): chunk for chunk in reversed(resolution.chunks)}.items():
             documents[key] += 1
             if documents[key] >= self.settings.convergence_repeats and index not in self._converged:
                 self._converged[index] = chunk.title or key
@@ -347,25 +367,32 @@ class ReferenceFollower:
         return list(result.chunks), None
 
     async def _title(self, title: str, sub_question: str, timeout_s: float) -> Resolution:
+        # Which document a title names is one look-up per run; which of its passages fit is one per sub-question
+        # (the passages read for one sub-question were reused for the others before).
         key = f"title:{normal_title(title)}"
-        if key in self._cache:
-            return self._cache[key]
-        hits, failure = await self._knowledge(title, timeout_s, num_results=5)
-        matching = [hit for hit in hits if hit.source_id and title_matches(hit.title, title)]
-        if failure is not None or not matching:
-            resolution = Resolution((), failure or "no knowledge-base document has this title")
-        else:
-            document = matching[0]
-            passages, failure = await self._knowledge(
+        if key not in self._cache:
+            hits, failure = await self._knowledge(title, timeout_s, num_results=5)
+            matching = [hit for hit in hits if hit.source_id and title_matches(hit.title, title)]
+            self._cache[key] = (
+                Resolution((matching[0],), f"knowledge-base document “{matching[0].title}”")
+                if failure is None and matching
+                else Resolution((), failure or "no knowledge-base document has this title")
+            )
+        named = self._cache[key]
+        if not named.chunks:
+            return named
+        document = named.chunks[0]
+        scoped_key = f"passages:{document.source_id}:{sub_question}"
+        if scoped_key not in self._cache:
+            passages, _ = await self._knowledge(
                 sub_question, timeout_s, num_results=3, filters={"doc_ids": [document.source_id]}
             )
             found = tuple(passages) if passages else (document,)
-            resolution = Resolution(found, f"knowledge-base document “{document.title}”", scoped=bool(passages))
-        self._cache[key] = resolution
-        return resolution
+            self._cache[scoped_key] = Resolution(found, named.reason, scoped=bool(passages))
+        return self._cache[scoped_key]
 
     async def _doi(self, doi: str, sub_question: str, timeout_s: float) -> Resolution:
-        key = f"doi:{doi.lower()}"
+        key = f"doi:{doi.lower()}:{sub_question}"  # the passages read are the sub-question's (see _title)
         if key in self._cache:
             return self._cache[key]
         passages, failure = await self._knowledge(

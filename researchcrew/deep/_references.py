@@ -9,8 +9,9 @@ Five kinds, each by a conservative pattern (a false reference costs a lookup, a 
 * **Numbered citations** ``[12]``, ``[3, 5]``, ``[2–4]`` whose numbers have an entry in a reference list
   ("References" / "Bibliography" heading followed by ``[n] …`` or ``n. …`` lines). A knowledge-base passage
   without the list in it still counts: the list is looked up in its own document.
-* **Named documents**: a quoted title of three or more words next to a cue ("the paper", "survey", "in", "see",
-  a following "(Author, 2019)").
+* **Named documents**: a quoted title of three or more words next to a cue ("the paper", "survey", "the handbook",
+  "guide", "in", "see", a following "(Author, 2019)"). A quoted title that is the citing passage's own title (a
+  workshop's proceedings quoting the workshop's name) is not a reference: following it only finds the passage again.
 * **Sections** of the same document: ``Section 3.2``, ``Sec. 4``, ``§ 5``, ``Appendix B`` (knowledge-base passages
   only: a section is looked up within the passage's document).
 
@@ -44,7 +45,8 @@ _LIST_HEADING_RE = re.compile(
 _ENTRY_RE = re.compile(r"^[ \t]*(?:\[(\d{1,3})\]|(\d{1,3})\.)[ \t]+(\S.*)$", re.MULTILINE)
 _QUOTED_RE = re.compile(r"[“\"]([A-Z0-9][^“”\"\n]{10,250}?)[”\"]")
 _TITLE_CUE_RE = re.compile(
-    r"\b(?:paper|article|study|survey|review|report|book|thesis|preprint|work|titled|entitled|in|see|cf\.?)\s*$",
+    r"\b(?:paper|article|study|survey|review|report|book|handbook|guide|manual|thesis|preprint|work|titled|entitled|"
+    r"in|see|cf\.?)\s*$",
     re.IGNORECASE,
 )
 _AUTHOR_YEAR_RE = re.compile(r"^\s*\(\s*[A-Z][\w\-’']+(?:\s+(?:et\s+al\.?|and\s+[A-Z][\w\-’']+))?,?\s*\d{4}[a-z]?\s*\)")
@@ -84,6 +86,12 @@ class DetectedReference:
 
 def normal_title(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))[:200]
+
+
+def _own_title(quoted: str, own: str | None) -> bool:
+    """A quoted title is the citing passage's own title, or part of it."""
+    quoted_words, own_words = normal_title(quoted), normal_title(own or "")
+    return bool(quoted_words) and f" {quoted_words} " in f" {own_words} "
 
 
 def strip_version(arxiv_id: str) -> str:
@@ -179,7 +187,7 @@ def detect_references(chunk: ContextChunk) -> list[DetectedReference]:
             )
     for match in _QUOTED_RE.finditer(body):
         title = " ".join(match.group(1).split()).rstrip(".,;:")
-        if len(title.split()) < 3:
+        if len(title.split()) < 3 or _own_title(title, chunk.title):
             continue
         before = body[max(0, match.start() - 40) : match.start()]
         after = body[match.end() : match.end() + 60]

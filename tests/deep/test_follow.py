@@ -264,3 +264,72 @@ async def test_the_following_retriever_adds_the_kept_passages_to_the_evidence() 
     retriever = FollowingRetriever(inner, follower(arxiv), 1, QUESTION)
     output = await retriever.run(RetrieverInput(query_text=QUESTION, user_id="u", session_id="s", timeout_per_source=3))
     assert [chunk.chunk_id for chunk in output.aggregated_context.chunks] == ["web-1", "arxiv:2104.12255v1"]
+
+
+async def test_a_round_that_adds_no_new_source_stops_following_convergence() -> None:
+    documents = {
+        "metal": {
+            "title": METAL["metal"]["title"],
+            "passages": [
+                ("1 Introduction", "Metamorphic relations evaluate large language model qualities such as robustness."),
+                ("3.2 Relations", "Metamorphic relations of large language models perturb input, as arXiv:2104.12255."),
+            ],
+        },
+        "notes": {
+            "title": "Notes on metamorphic relations",
+            "passages": [
+                (
+                    "1",
+                    "Metamorphic relations for large language models: see the paper “" + METAL["metal"]["title"] + "”.",
+                )
+            ],
+        },
+    }
+    metal_intro = fake_chunk(
+        "rag",
+        1,
+        chunk_id="metal:intro",
+        source_id="metal",
+        title=documents["metal"]["title"],
+        content="Large language models: the notes “Notes on metamorphic relations” (Hyland, 2024) list relations.",
+    )
+    question = "metamorphic relations of large language models"
+    # Round 1 reads another document (new); round 2 only more passages of the first document (nothing new), so the
+    # arXiv id one of them cites is not looked up although the depth limit would allow it.
+    follow = follower(knowledge=KnowledgeFake(documents), arxiv=FakeTool("arxiv", chunks=[BLS]), follow_depth=3)
+    kept = await follow.follow(1, question, [metal_intro], time_limit_s=5)
+    assert [(r.kind, r.depth, r.outcome) for r in follow.records] == [
+        ("named_document", 1, "kept"),
+        ("named_document", 2, "kept"),
+        ("arxiv", 3, "skipped"),
+    ]
+    assert follow.records[-1].reason == "convergence: depth 2 added no new source, only documents already read"
+    assert {chunk.source_id for chunk in kept} == {"notes", "metal"}
+
+
+async def test_a_document_read_in_several_passages_comes_back_once() -> None:
+    # One scoped search returning three passages of a document counted as three returns, so with the default of
+    # three the first title resolved stopped all following for the sub-question (seen on the reference corpus).
+    documents = {
+        "metal": {
+            "title": METAL["metal"]["title"],
+            "passages": [(str(n), f"Metamorphic relations of large language models, part {n}.") for n in range(3)],
+        }
+    }
+    follow = follower(knowledge=KnowledgeFake(documents), arxiv=FakeTool("arxiv", chunks=[BLS]))
+    evidence = [citing("See the paper “" + METAL["metal"]["title"] + "”; bugs: arXiv:2104.12255.")]
+    await follow.follow(1, "BLS bugs and metamorphic relations", evidence, time_limit_s=5)
+    assert [(r.kind, r.outcome) for r in follow.records] == [("named_document", "kept"), ("arxiv", "kept")]
+    assert len(follow.records[0].resolved) == 3
+
+
+async def test_a_document_cited_for_two_sub_questions_is_read_for_each() -> None:
+    # The passages a scoped search chose for the first sub-question were reused for every later one.
+    knowledge = KnowledgeFake(METAL)
+    follow = follower(knowledge=knowledge)
+    evidence = [citing(f'See the paper "{METAL["metal"]["title"]}".')]
+    first = await follow.follow(1, "metamorphic relations large language model robustness", evidence, time_limit_s=5)
+    second = await follow.follow(2, "metamorphic relation perturbs input text outputs", evidence, time_limit_s=5)
+    assert first[0].chunk_id == "metal:0" and second[0].chunk_id == "metal:1"
+    registry = [query for query, options in knowledge.calls if options["filters"] is None]
+    assert len(registry) == 1  # which document the title names is still looked up once per run
