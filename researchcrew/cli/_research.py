@@ -13,6 +13,10 @@ process sharing the memory database, with ``--run ID`` and ``--answer``, ``--app
 ``--length brief|standard|detailed`` and ``--type report|literature_review|comparison`` shape the report;
 ``-o report.pdf`` (or .md, .html, .docx; ``--format`` to say it) also writes the finished report to a file, and
 ``--run ID -o report.docx`` exports a completed run's report again.
+
+With a `researchcrew serve` of the data folder running, the run is the service's (it owns the knowledge base): the
+command sends it to ``/v1/deep-runs`` over the folder's Unix socket and follows each working segment's events, with
+the same output, prompts and exit codes; ``--local`` keeps it in this process (``researchcrew.client``).
 """
 
 from __future__ import annotations
