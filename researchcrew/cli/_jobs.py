@@ -16,7 +16,7 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -276,14 +276,25 @@ def status(run_id: str, user_id: str, as_json: bool) -> None:
 @click.option("--format", "export_format", type=click.Choice(["csv", "jsonl", "md"]), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None)
 @_USER
-def results(run_id: str, export_format: str, output: Path | None, user_id: str) -> None:
-    """Export a run's results: CSV (one row per question), JSONL (full answers) or a Markdown report."""
-    text: str = _on_jobs(lambda jobs: jobs.export(user_id, run_id, export_format))
+def results(run_id: str, export_format: Literal["csv", "jsonl", "md"], output: Path | None, user_id: str) -> None:
+    """Export a run's results: CSV (one row per question), JSONL (full answers) or a Markdown report. What the run
+    cost is in the CSV's run_cost_usd column and the report's summary; beside a JSONL file (whose every line is one
+    question's result) it is FILE.run.json, the run as `jobs status --json` prints it."""
+
+    async def export(jobs: Jobs) -> tuple[str, RunInfo]:
+        return await jobs.export(user_id, run_id, export_format), await jobs.status(user_id, run_id)
+
+    text, info = _on_jobs(export)
     if output is None:
         click.echo(text, nl=False)
+        click.echo(f"Run cost: {info.cost.summary()}", err=True)
         return
     output.write_text(text, encoding="utf-8")
     click.echo(f"Wrote {output} ({len(text.encode('utf-8'))} bytes).", err=True)
+    if export_format == "jsonl":
+        sidecar = output.with_name(output.name + ".run.json")
+        sidecar.write_text(info.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        click.echo(f"Wrote {sidecar} (the run, with what it cost: {info.cost.summary()}).", err=True)
 
 
 @jobs.command()
@@ -366,6 +377,7 @@ def render_run(info: RunInfo) -> str:
         if value
     ]
     lines.append(f"  {counts.total} question(s): {', '.join(parts)}")
+    lines.append(f"  cost: {info.cost.summary()}")
     for failure in info.source_failures[:6]:
         lines.append(f"  source {failure.source} failed ({failure.kind}) in {failure.count}: {failure.example[:120]}")
     if info.webhook_state != "none":

@@ -13,6 +13,10 @@ process sharing the memory database, with ``--run ID`` and ``--answer``, ``--app
 ``--length brief|standard|detailed`` and ``--type report|literature_review|comparison`` shape the report;
 ``-o report.pdf`` (or .md, .html, .docx; ``--format`` to say it) also writes the finished report to a file, and
 ``--run ID -o report.docx`` exports a completed run's report again.
+
+With a `researchcrew serve` of the data folder running, the run is the service's (it owns the knowledge base): the
+command sends it to ``/v1/deep-runs`` over the folder's Unix socket and follows each working segment's events, with
+the same output, prompts and exit codes; ``--local`` keeps it in this process (``researchcrew.client``).
 """
 
 from __future__ import annotations
@@ -20,15 +24,31 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import click
 
-from researchcrew.cli._common import echo_json, question_is_piped, read_question, with_runtime
+from researchcrew.cli._common import (
+    echo_json,
+    load_settings,
+    local_option,
+    question_is_piped,
+    read_question,
+    route_for,
+    with_runtime,
+    with_service,
+)
 
 if TYPE_CHECKING:
-    from researchcrew.contracts.deep import DeepProgressEvent, DeepRun, PlanDecision, ResearchPlan
+    from collections.abc import AsyncIterator, Callable
+
+    from researchcrew.client import ServiceClient
+    from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision, ResearchPlan
+    from researchcrew.contracts.request import ResearchRequest
+    from researchcrew.deep.runner import DeepResearch
     from researchcrew.runtime import Runtime
+
+    OnEvent = Callable[[DeepProgressEvent], None] | None
 
 _PLAN_HELP = (
     "Enter approves. Or: cut 2 | order 3,1,2 | edit 2 <new wording> | add <new sub-question> | cancel "
@@ -163,30 +183,120 @@ def _progress(event: DeepProgressEvent) -> None:
         click.echo(f"… {event.phase}", err=True)
 
 
-async def _interact(runtime: Runtime, run: DeepRun, *, user_id: str, as_json: bool) -> DeepRun:
-    """Ask the person at the terminal for each pause's answer or decision, until the run ends."""
-    from researchcrew.errors import PlanDecisionError
+class _Door(Protocol):
+    """Where the run works: this process's ``DeepResearch``, or the data folder's running service (its
+    ``/v1/deep-runs`` routes over the Unix socket). An answer or a decision is stored and the run resumed at once."""
 
-    on_event = None if as_json else _progress
-    deep = await runtime.deep_research()
+    async def research(self, request: ResearchRequest, options: DeepOptions) -> DeepRun: ...
+    async def get(self, run_id: str) -> DeepRun: ...
+    async def cancel(self, run_id: str) -> DeepRun: ...
+    async def answer(self, run_id: str, answer: str) -> DeepRun: ...
+    async def decide(self, run_id: str, decision: PlanDecision) -> DeepRun: ...
+    async def export(self, run_id: str, format: str, output: str) -> tuple[str, int]: ...
+
+
+class _InProcess:
+    def __init__(self, deep: DeepResearch, user_id: str, on_event: OnEvent) -> None:
+        self.deep, self.user_id, self.on_event = deep, user_id, on_event
+
+    async def research(self, request: ResearchRequest, options: DeepOptions) -> DeepRun:
+        return await self.deep.research(request, options, on_event=self.on_event)
+
+    async def get(self, run_id: str) -> DeepRun:
+        return await self.deep.get_research_run(run_id, user_id=self.user_id)
+
+    async def cancel(self, run_id: str) -> DeepRun:
+        return await self.deep.cancel_research(run_id, user_id=self.user_id)
+
+    async def answer(self, run_id: str, answer: str) -> DeepRun:
+        await self.deep.answer_clarification(run_id, user_id=self.user_id, answer=answer)
+        return await self.deep.resume_research(run_id, user_id=self.user_id, on_event=self.on_event)
+
+    async def decide(self, run_id: str, decision: PlanDecision) -> DeepRun:
+        await self.deep.decide_plan(run_id, user_id=self.user_id, decision=decision)
+        return await self.deep.resume_research(run_id, user_id=self.user_id, on_event=self.on_event)
+
+    async def export(self, run_id: str, format: str, output: str) -> tuple[str, int]:
+        exported = await self.deep.export_report(run_id, user_id=self.user_id, format=format)
+        exported.write(output)
+        return exported.format, len(exported.content)
+
+
+class _ThroughService:
+    def __init__(self, client: ServiceClient, user_id: str, on_event: OnEvent) -> None:
+        self.client, self.user_id, self.on_event = client, user_id, on_event
+
+    async def _until_paused(self, segment: AsyncIterator[DeepProgressEvent | DeepRun]) -> DeepRun:
+        """The segment's events to ``on_event`` as they come; the run it ends with (paused or finished)."""
+        from researchcrew.contracts.deep import DeepRun
+        from researchcrew.errors import ServiceError
+
+        run: DeepRun | None = None
+        async for item in segment:
+            if isinstance(item, DeepRun):
+                run = item
+            elif self.on_event is not None:
+                self.on_event(item)
+        if run is None:
+            raise ServiceError(f"the service at {self.client.url} ended the deep run's stream without the run")
+        return run
+
+    async def research(self, request: ResearchRequest, options: DeepOptions) -> DeepRun:
+        return await self._until_paused(self.client.deep_research(request, options))
+
+    async def get(self, run_id: str) -> DeepRun:
+        return await self.client.deep_run(self.user_id, run_id)
+
+    async def cancel(self, run_id: str) -> DeepRun:
+        return await self.client.cancel_deep_run(self.user_id, run_id)
+
+    async def answer(self, run_id: str, answer: str) -> DeepRun:
+        return await self._until_paused(self.client.answer_clarification(self.user_id, run_id, answer))
+
+    async def decide(self, run_id: str, decision: PlanDecision) -> DeepRun:
+        return await self._until_paused(self.client.decide_plan(self.user_id, run_id, decision))
+
+    async def export(self, run_id: str, format: str, output: str) -> tuple[str, int]:
+        content = await self.client.deep_report(self.user_id, run_id, format)
+        await asyncio.to_thread(_write_file, output, content)
+        return format, len(content)
+
+
+def _write_file(path: str, content: bytes) -> None:
+    """Write ``content`` to ``path``, its folders made as needed (as ``ExportedReport.write`` does in process)."""
+    from pathlib import Path
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(content)
+
+
+async def _interact(door: _Door, run: DeepRun) -> DeepRun:
+    """Ask the person at the terminal for each pause's answer or decision, until the run ends."""
+    from researchcrew.errors import PlanDecisionError, ServiceError
+
     while run.status == "awaiting_human_feedback":
         if run.awaiting == "clarification" and run.clarification is not None:
             click.echo(run.clarification.message + "\n", err=True)
             answer = await asyncio.to_thread(
                 click.prompt, "Your reply (Enter: just answer)", default="", show_default=False, err=True
             )
-            await deep.answer_clarification(run.run_id, user_id=user_id, answer=answer or "just answer")
+            run = await door.answer(run.run_id, answer or "just answer")
         elif run.plan is not None:
             click.echo(render_run(run).split("\n\nContinue with:", 1)[0] + "\n", err=True)
             while True:
                 text = await asyncio.to_thread(click.prompt, _PLAN_HELP, default="", show_default=False, err=True)
                 try:
-                    decision = parse_plan_commands(text, run.plan)
-                    await deep.decide_plan(run.run_id, user_id=user_id, decision=decision)
+                    run = await door.decide(run.run_id, parse_plan_commands(text, run.plan))
                     break
                 except (_Decision, PlanDecisionError) as error:
                     click.echo(f"Error: {error}", err=True)
-        run = await deep.resume_research(run.run_id, user_id=user_id, on_event=on_event)
+                except ServiceError as error:  # the service checked the decision against the plan: 422, as above
+                    if error.status != 422:
+                        raise
+                    click.echo(f"Error: {error.detail}", err=True)
+        else:  # paused for something this command cannot answer: show the run as it is
+            break
     return run
 
 
@@ -242,6 +352,7 @@ async def _interact(runtime: Runtime, run: DeepRun, *, user_id: str, as_json: bo
     help="With -o: the file's format (default: from its extension).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON.")
+@local_option
 def research(
     question: str | None,
     user_id: str,
@@ -267,6 +378,7 @@ def research(
     output: str | None,
     export_format: str | None,
     as_json: bool,
+    local: bool,
 ) -> None:
     """Deep research: clarifying questions, a plan you approve, each sub-question researched, one checked report."""
     from pydantic import ValidationError
@@ -295,8 +407,7 @@ def research(
             raise click.UsageError(str(error)) from error
     interactive = not approve and not as_json and sys.stdin.isatty()
     on_event = None if as_json else _progress
-
-    async def start(runtime: Runtime) -> DeepRun:
+    if run_id is None:
         try:
             request = ResearchRequest(
                 question=question or "",
@@ -318,17 +429,18 @@ def research(
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
             raise click.ClickException(f"invalid request: {problems}") from error
-        run = await (await runtime.deep_research()).research(request, options, on_event=on_event)
-        return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
 
-    async def steer(runtime: Runtime) -> DeepRun:
+    async def start(door: _Door) -> DeepRun:
+        run = await door.research(request, options)
+        return await _interact(door, run) if interactive else run
+
+    async def steer(door: _Door) -> DeepRun:
         assert run_id is not None  # noqa: S101 - checked above
-        deep = await runtime.deep_research()
-        run = await deep.get_research_run(run_id, user_id=user_id)
+        run = await door.get(run_id)
         if cancel:
-            return await deep.cancel_research(run_id, user_id=user_id)
+            return await door.cancel(run_id)
         if answer is not None:
-            await deep.answer_clarification(run_id, user_id=user_id, answer=answer)
+            run = await door.answer(run_id, answer)
         elif approve_plan or cut or order or edit or add:
             if run.plan is None or run.awaiting != "plan_approval":
                 raise click.ClickException(f"run {run_id} is not waiting for a plan decision ({run.status})")
@@ -337,19 +449,16 @@ def research(
                 if approve_plan and not (cut or order or edit or add)
                 else _edits(cut, order, edit, add, run.plan)
             )
-            await deep.decide_plan(run_id, user_id=user_id, decision=decision)
+            run = await door.decide(run_id, decision)
         else:
             return run
-        run = await deep.resume_research(run_id, user_id=user_id, on_event=on_event)
-        return await _interact(runtime, run, user_id=user_id, as_json=as_json) if interactive else run
+        return await _interact(door, run) if interactive else run
 
-    async def work(runtime: Runtime) -> DeepRun:
-        run = await (steer if run_id is not None else start)(runtime)
+    async def work(door: _Door) -> DeepRun:
+        run = await (steer if run_id is not None else start)(door)
         if output is not None and run.status == "completed":
-            deep = await runtime.deep_research()
-            exported = await deep.export_report(run.run_id, user_id=user_id, format=chosen_format)
-            exported.write(output)
-            click.echo(f"Report written to {output} ({exported.format}, {len(exported.content)} bytes)", err=True)
+            written, size = await door.export(run.run_id, chosen_format, output)
+            click.echo(f"Report written to {output} ({written}, {size} bytes)", err=True)
         elif output is not None:
             click.echo(
                 f"Run {run.run_id} is {run.status}: the report is written once it completes "
@@ -358,7 +467,18 @@ def research(
             )
         return run
 
-    run = with_runtime(work)
+    async def in_process(runtime: Runtime) -> DeepRun:
+        return await work(_InProcess(await runtime.deep_research(), user_id, on_event))
+
+    async def in_service(client: ServiceClient) -> DeepRun:
+        return await work(_ThroughService(client, user_id, on_event))
+
+    settings = load_settings()
+    route = route_for(settings, local=local, user_id=user_id)
+    if route.mode == "service":
+        run: DeepRun = with_service(route, in_service, user_id=user_id)
+    else:
+        run = with_runtime(in_process, settings)
     if as_json:
         echo_json(run.model_dump(mode="json"))
     else:

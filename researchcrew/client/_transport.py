@@ -32,6 +32,7 @@ if "httpx" not in sys.modules:
 
 import httpx  # after the line above, on purpose
 
+from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun, PlanDecision
 from researchcrew.contracts.progress import ProgressEvent
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import FinalResponse
@@ -43,6 +44,7 @@ USER_HEADER = (
 UNIX_SCHEME = "unix://"
 _CONNECT_TIMEOUT_S = 5.0
 _ANSWER_MARGIN_S = 60.0  # an answer may take its deadline; the client waits that long and this much more
+_SEGMENT_SILENCE_S = 300.0  # a deep run's stream sends keep-alives every few seconds: this long silent, it is gone
 
 
 def transport_for(url: str) -> tuple[str, httpx.AsyncBaseTransport | None]:
@@ -204,6 +206,74 @@ class ServiceClient:
     async def run_status(self, user_id: str, run_id: str) -> dict[str, Any]:
         run: dict[str, Any] = await self.request("GET", f"/v1/runs/{_segment(run_id)}", user_id=user_id)
         return run
+
+    # Deep research (``/v1/deep-runs``): each working segment streams its events, then the run (paused or done).
+    def deep_research(
+        self, request: ResearchRequest, options: DeepOptions
+    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """``DeepResearch.research`` in the service: its progress events, then the run at its first pause or end."""
+        body = {
+            **request.model_dump(mode="json", exclude={"user_id"}, exclude_none=True),
+            "deep": options.model_dump(mode="json", exclude_none=True),
+        }
+        return self._deep_segment("/v1/deep-runs", request.user_id, body)
+
+    def answer_clarification(
+        self, user_id: str, run_id: str, answer: str
+    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """Store the reply to a paused run's clarifying questions; the run resumes in the service (its events)."""
+        path = f"/v1/deep-runs/{_segment(run_id)}/clarification"
+        return self._deep_segment(path, user_id, {"answer": answer})
+
+    def decide_plan(
+        self, user_id: str, run_id: str, decision: PlanDecision
+    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        """Store the decision on a paused run's plan; the run resumes in the service (its events)."""
+        path = f"/v1/deep-runs/{_segment(run_id)}/plan"
+        return self._deep_segment(path, user_id, decision.model_dump(mode="json", exclude_none=True))
+
+    async def deep_run(self, user_id: str, run_id: str) -> DeepRun:
+        found = await self.request("GET", f"/v1/deep-runs/{_segment(run_id)}", user_id=user_id)
+        return DeepRun.model_validate(found)
+
+    async def cancel_deep_run(self, user_id: str, run_id: str) -> DeepRun:
+        found = await self.request("POST", f"/v1/deep-runs/{_segment(run_id)}/cancel", user_id=user_id)
+        return DeepRun.model_validate(found)
+
+    async def deep_report(self, user_id: str, run_id: str, format: str) -> bytes:
+        """A completed run's report file (md, html, pdf or docx), as the service renders it."""
+        path = f"/v1/deep-runs/{_segment(run_id)}/report"
+        try:
+            response = await self._http.get(
+                path, params={"format": format}, headers={USER_HEADER: user_id}, timeout=httpx.Timeout(None)
+            )
+        except httpx.HTTPError as error:
+            raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
+        if response.status_code >= 400:
+            raise problem_of(response.status_code, response.text)
+        return response.content
+
+    async def _deep_segment(
+        self, path: str, user_id: str, body: dict[str, Any]
+    ) -> AsyncIterator[DeepProgressEvent | DeepRun]:
+        headers = {USER_HEADER: user_id, "Accept": "text/event-stream"}
+        # No overall limit: a segment works up to its run's deadline; the service sends keep-alives meanwhile.
+        timeout = httpx.Timeout(None, connect=_CONNECT_TIMEOUT_S, read=_SEGMENT_SILENCE_S)
+        try:
+            async with self._http.stream("POST", path, headers=headers, json=body, timeout=timeout) as response:
+                if response.status_code >= 400:
+                    raise problem_of(response.status_code, (await response.aread()).decode(errors="replace"))
+                async for event, data in _server_sent_events(response):
+                    if event == "run":
+                        yield DeepRun.model_validate_json(data)
+                    elif event == "error":
+                        raise problem_of(500, data)
+                    elif event == "done":
+                        return
+                    else:
+                        yield DeepProgressEvent.model_validate_json(data)
+        except httpx.HTTPError as error:
+            raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
 
 
 def _segment(value: str) -> str:

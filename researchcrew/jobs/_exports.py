@@ -9,9 +9,16 @@
   return — judged on its NFKC form, so full-width ``＝＋－＠`` and the other look-alikes that spreadsheets fold
   count too — gets a leading apostrophe. A plain decimal number (``-3``, ``-0.25``) is left as it is: it is no
   formula, and stays a number.
+  What the run cost is the ``run_cost_usd`` column, the same on every row (``unknown`` when any answer's price is
+  unknown, ``0.000000`` without LLM calls). It is a column, not a trailing "total" row, because every row of this
+  file is one question: ``csv.DictReader`` users, spreadsheet filters and the tests that read the rows back as the
+  run's questions would take a total row for a question.
 * JSONL: one ``QuestionResult`` per line, with the full ``FinalResponse``. The line separators JSON leaves raw
   inside strings (U+0085, U+2028, U+2029) are written escaped, so splitting the text into lines by any rule
-  gives one record per line.
+  gives one record per line. Every line stays a ``QuestionResult`` (readers validate each line as one, and that
+  contract forbids unknown fields), so what the run cost travels beside the file, not in it: the run itself
+  (``RunInfo.cost``, ``GET /v1/runs/{id}``), the ``X-Researchcrew-Run-Cost-USD`` header of every HTTP export, and the
+  ``FILE.run.json`` sidecar (that same run as JSON) ``researchcrew jobs results --format jsonl -o FILE`` writes.
 * Markdown: a summary table, **what is new since the previous run** (sources cited now that were not cited for the
   same question then, answers whose confidence level changed, questions new to this run), then each answer with
   its sources. Questions, titles and carried values are text, not Markdown: whitespace is collapsed to one line,
@@ -45,9 +52,10 @@ _TARGET_UNSAFE = frozenset("()<>[]\\\"'`")  # what ends a Markdown link target e
 
 def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
     header = ["index", "question", *columns, "status", "answer", "confidence_level", "confidence", "citation_count"]
-    header += ["sources_used", "sources_failed", "failure", "cost_usd"]
+    header += ["sources_used", "sources_failed", "failure", "cost_usd", "run_cost_usd"]
     for number in range(1, CSV_CITATIONS + 1):
         header += [f"citation_{number}_title", f"citation_{number}_url"]
+    total = usd_cell(run_cost(results))
     rows: list[list[object]] = []
     for result in results:
         response = result.response
@@ -63,6 +71,7 @@ def to_csv(results: Sequence[QuestionResult], columns: Sequence[str]) -> str:
             "; ".join(f"{entry['source']}: {entry['kind']}" for entry in result.sources_failed),
             result.failure.message if result.failure is not None else "",
             _cost_cell(result),
+            total,
         ]
         citations = list(response.citations[:CSV_CITATIONS]) if response is not None else []
         for number in range(CSV_CITATIONS):
@@ -79,10 +88,12 @@ def run_cost(results: Sequence[QuestionResult]) -> AnswerCost:
 
 def _cost_cell(result: QuestionResult) -> str:
     """A question's cost in US dollars; "unknown" when its model has no price; empty without an answer."""
-    if result.response is None:
-        return ""
-    usd = result.response.cost.usd
-    return "unknown" if usd is None else f"{usd:.6f}"
+    return "" if result.response is None else usd_cell(result.response.cost)
+
+
+def usd_cell(cost: AnswerCost) -> str:
+    """A cost for a table cell or a header: US dollars with six decimals, or "unknown" (never 0) without a price."""
+    return "unknown" if cost.usd is None else f"{cost.usd:.6f}"
 
 
 def csv_table(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:

@@ -34,6 +34,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.db.job_tables import JobRow, RunItemRow, RunRow
 from researchcrew.db.session import Sessions
@@ -635,6 +636,12 @@ class JobStore:
                 RunItemRow.run_id == row.id, RunItemRow.status.in_(FINISHED_ITEM_STATUSES)
             )
             failures = [entry for (listed,) in (await session.execute(failed_stmt)).all() for entry in listed or []]
+            # Only the answers' cost objects are read (a JSON path, not the full responses): a run's total is the
+            # sum of what each stored answer cost (``jobs/_exports.run_cost`` sums the same from full results).
+            cost_stmt = select(RunItemRow.response["cost"]).where(
+                RunItemRow.run_id == row.id, RunItemRow.status.in_(FINISHED_ITEM_STATUSES)
+            )
+            costs = [AnswerCost.model_validate(cost) for (cost,) in (await session.execute(cost_stmt)).all() if cost]
         return RunInfo(
             id=row.id,
             job_id=row.job_id,
@@ -652,6 +659,7 @@ class JobStore:
             source_failures=_failure_counts(failures),
             webhook_state=row.webhook_state,
             webhook_error=row.webhook_error,
+            cost=sum(costs, AnswerCost()),
         )
 
 

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import AnyHttpUrl, Field, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, Identifier, RequestContract, SourceType
+from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.query import MAX_QUERY_CHARS, ResponseFormat
 from researchcrew.contracts.request import MAX_DEADLINE_S, ResearchRequest, ToolOptions
 from researchcrew.contracts.synthesizer import ConfidenceLevel, FinalResponse
@@ -217,6 +218,12 @@ class RunInfo(Contract):
     source_failures: list[SourceFailureCount] = Field(description="Failed sources, by source and kind.")
     webhook_state: WebhookState = Field(description="none, pending, delivered or failed.")
     webhook_error: str | None = Field(description="Why the last webhook delivery failed, if it did.")
+    cost: AnswerCost = Field(
+        default_factory=AnswerCost,
+        description="What the run's researched questions cost together, in US dollars (the sum of their answers' "
+        "`cost`): `usd` is None (price unknown, never 0) when any answer's price is unknown, exactly 0 when no LLM "
+        "was called. Questions still open add to it as they finish.",
+    )
 
     @field_validator("webhook_error", mode="before")
     @classmethod

@@ -5,11 +5,18 @@ approval. A client that can elicit gets both as ``elicitation/create`` requests,
 answer (accept), or is cancelled (decline, cancel). A client that cannot elicit is not asked: the run asks no
 clarifying questions and approves its own plan (``DeepOptions.auto_approve``), as a batch job does, and the result
 says so (``plan_approved_by == "auto"``). Progress notifications follow every phase and sub-question.
+
+Each segment of work (up to the first pause, then each resumption) runs inside ``segment()``: in the service, one of
+the user's places for working questions, as the deep-run routes take one per segment. It is not held while the run
+waits for the user's answer.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.fastmcp import Context
@@ -36,7 +43,12 @@ MAX_PAUSES = 4  # a run pauses for clarification and for its plan; more would be
 
 
 async def run_research(
-    ctx: Context[Any, Any, Any], deep: DeepResearch, request: ResearchRequest, *, max_subquestions: int | None
+    ctx: Context[Any, Any, Any],
+    deep: DeepResearch,
+    request: ResearchRequest,
+    *,
+    max_subquestions: int | None,
+    segment: Callable[[], AbstractAsyncContextManager[object]] = contextlib.nullcontext,
 ) -> ResearchResult:
     """Start a deep run and carry it to its end, asking the user at each pause where the client can."""
     asks_user = can_elicit(ctx)
@@ -44,7 +56,8 @@ async def run_research(
     user_id = request.user_id
     approved_by: Literal["user", "auto", "none"] = "none" if asks_user else "auto"
     async with ProgressRelay(ctx) as progress:
-        run = await deep.research(request, options, on_event=progress.deep)
+        async with segment():
+            run = await deep.research(request, options, on_event=progress.deep)
         for _ in range(MAX_PAUSES):
             if run.status != "awaiting_human_feedback":
                 break
@@ -60,7 +73,8 @@ async def run_research(
                 await deep.decide_plan(run.run_id, user_id=user_id, decision=decision)
                 approved_by = "user"
             progress.step("resuming after your answer")
-            run = await deep.resume_research(run.run_id, user_id=user_id, on_event=progress.deep)
+            async with segment():
+                run = await deep.resume_research(run.run_id, user_id=user_id, on_event=progress.deep)
     return research_result(run, approved_by)
 
 

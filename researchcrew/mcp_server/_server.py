@@ -26,10 +26,12 @@ server would make us write each of those by hand.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Protocol
@@ -82,6 +84,15 @@ class SessionDirectory(Protocol):
     async def touch(self, user_id: str, session_id: str, *, question: str | None = None) -> bool: ...
 
 
+QuestionSlots = Callable[[str, float], AbstractAsyncContextManager[object]]
+"""``slots(user_id, lease_s)``: hold one of the user's places for working questions while the block runs; raises a
+``ToolError`` saying why when none is free."""
+
+
+def _no_slots(user_id: str, lease_s: float) -> AbstractAsyncContextManager[object]:
+    return contextlib.nullcontext()
+
+
 @dataclass(frozen=True)
 class McpDoor:
     """What the tools stand on: the process's runtime, the session directory, and who the caller is."""
@@ -91,6 +102,9 @@ class McpDoor:
     user_of: Callable[[Context[Any, Any, Any]], str]
     # The service's documents (its Library); None on stdio, where `add_document` says to use `researchcrew ingest`.
     library: Callable[[], Library | None] = lambda: None
+    # The service's per-user places for working questions (``service.max_concurrent_questions``), which `ask` and
+    # each segment of `research` take as the HTTP routes do; none on stdio (one user's own process).
+    question_slots: QuestionSlots = _no_slots
 
 
 async def refuse_over_budget(runtime: Runtime, user_id: str) -> None:
@@ -167,7 +181,8 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
                 preferred_sources=sources,
                 response=ResponseOptions(response_format=format),
             )
-            async with ProgressRelay(ctx) as progress:
+            deadline = request.deadline_s or door.runtime().settings.retrieval.run_deadline_s
+            async with door.question_slots(user_id, deadline), ProgressRelay(ctx) as progress:
                 started = time.perf_counter()
                 asking = door.runtime().ask(request, on_event=progress.stage)
                 response = await alongside(asking, record_session(user_id, chosen, question))
@@ -220,7 +235,14 @@ def build_server(door: McpDoor, **settings: Any) -> FastMCP[Any]:
             await refuse_over_budget(door.runtime(), user_id)
             request = ResearchRequest(question=question, user_id=user_id, session_id=chosen)
             deep = await door.runtime().deep_research()
-            researching = run_research(ctx, deep, request, max_subquestions=max_subquestions)
+            lease_s = door.runtime().settings.deep.deadline_s
+            researching = run_research(
+                ctx,
+                deep,
+                request,
+                max_subquestions=max_subquestions,
+                segment=lambda: door.question_slots(user_id, lease_s),
+            )
             outcome = await alongside(researching, record_session(user_id, chosen, question))
             text = outcome.report or f"Deep run {outcome.run_id}: {outcome.status}. {outcome.note or ''}".strip()
             return _tool_result(text + results.sources_text(outcome.citations), outcome)

@@ -3,7 +3,9 @@
 Each request is authenticated exactly as the routes' are (``auth.authenticated_user``: ``Authorization: Bearer
 <key>``, 401 problem+json without a valid one; the local user when ``service.auth`` is off), each POST (one MCP
 message) counts against the user's rate limit (429 with ``Retry-After`` past it), then it is handed to the
-SDK's streamable-HTTP session manager with the user in the request's scope, where the tools read it. The session
+SDK's streamable-HTTP session manager with the user in the request's scope, where the tools read it. ``ask`` and
+each segment of ``research`` take one of the user's places for working questions (``service._slots``, shared with
+the chat, OpenAI and deep-run routes); with none free the call is a tool error naming the limit. The session
 manager runs inside the app's lifespan (``McpEndpoint.running``); a fresh server is built each time the lifespan
 starts, since a session manager runs once.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.fastmcp import Context
@@ -31,6 +33,7 @@ from starlette.types import Receive, Scope, Send
 from researchcrew.mcp_server import McpDoor, SessionDirectory, build_server
 from researchcrew.service._auth import authenticated_user, bearer_credentials, rate_limited_user
 from researchcrew.service._problems import ApiProblem, problem_response
+from researchcrew.service._slots import question_slot
 from researchcrew.service._state import ServiceState, service_state
 
 if TYPE_CHECKING:
@@ -74,6 +77,17 @@ class McpEndpoint:
         return self._state().sessions
 
     @asynccontextmanager
+    async def _question_slot(self, user_id: str, lease_s: float) -> AsyncIterator[None]:
+        """One of the user's places for working questions, as the chat and deep-run routes take it (``_slots``); the
+        refusal those routes answer with a 429 (or a 402 past the budget) is a tool error with the same reason."""
+        async with AsyncExitStack() as held:
+            try:
+                await held.enter_async_context(question_slot(self._state(), user_id, lease_s=lease_s))
+            except ApiProblem as refused:
+                raise ToolError(f"{refused.detail} ({refused.status}, {refused.kind or 'refused'})") from refused
+            yield
+
+    @asynccontextmanager
     async def running(self, state: ServiceState) -> AsyncIterator[None]:
         """Serve MCP while the app runs (started and stopped by its lifespan). The session manager runs in a task of
         its own: its task group must be left by the task that entered it, and whoever drives the lifespan (uvicorn,
@@ -81,7 +95,13 @@ class McpEndpoint:
         options: dict[str, Any] = {"stateless_http": state.settings.service.workers > 1}
         if state.settings.service.auth:
             options["transport_security"] = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        door = McpDoor(runtime=self._runtime, sessions=self._sessions, user_of=_user_of, library=self._library)
+        door = McpDoor(
+            runtime=self._runtime,
+            sessions=self._sessions,
+            user_of=_user_of,
+            library=self._library,
+            question_slots=self._question_slot,
+        )
         server = build_server(door, **options)
         server.streamable_http_app()  # makes the session manager
         manager = server.session_manager

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from researchcrew.cli import cli
+from researchcrew.jobs.contracts import QuestionResult, RunInfo
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import offline_environment
 
@@ -58,6 +59,8 @@ def test_add_run_status_export_and_remove(env: dict[str, str], tmp_path: Path) -
     assert run["status"] == "completed" and run["counts"]["total"] == 2
     code, out, _ = _invoke(env, "jobs", "status", run["id"])
     assert f"Run {run['id']} of job weekly-testing: completed" in out and "2 question(s)" in out
+    assert "  cost: $0 (no LLM calls)" in out.splitlines()  # the extractive answers called no LLM
+    assert run["cost"]["usd"] == 0 and run["cost"]["model"] is None
     code, out, _ = _invoke(env, "jobs", "runs", "weekly-testing")
     assert run["id"] in out
 
@@ -70,6 +73,15 @@ def test_add_run_status_export_and_remove(env: dict[str, str], tmp_path: Path) -
     report = tmp_path / "report.md"
     code, _, err = _invoke(env, "jobs", "results", run["id"], "--format", "md", "-o", str(report))
     assert code == 0 and "Wrote" in err and report.read_text().startswith("# weekly-testing — run ")
+    # JSONL: every line stays one question's result; the run and its cost go beside the file
+    exported = tmp_path / "results.jsonl"
+    code, _, err = _invoke(env, "jobs", "results", run["id"], "--format", "jsonl", "-o", str(exported))
+    lines = exported.read_text().splitlines()
+    assert code == 0 and len([QuestionResult.model_validate_json(line) for line in lines]) == 2
+    sidecar = RunInfo.model_validate_json((tmp_path / "results.jsonl.run.json").read_text())
+    assert sidecar.id == run["id"] and sidecar.cost.usd == 0 and "results.jsonl.run.json" in err
+    code, out, err = _invoke(env, "jobs", "results", run["id"], "--format", "jsonl")
+    assert len(out.splitlines()) == 2 and "Run cost: $0 (no LLM calls)" in err
 
     code, _, err = _invoke(env, "jobs", "cancel", run["id"])
     assert code == 1 and "finished already" in err  # one clear line, no traceback

@@ -285,14 +285,18 @@ def test_each_export_says_what_each_answer_and_the_run_cost() -> None:
     import json
 
     priced = [_costing(_result(index=0), 0.0012), _costing(_result("What is BM25?", index=1), 0.0003)]
-    rows = csv.DictReader(io.StringIO(to_csv(priced, []), newline=""))
+    rows = list(csv.DictReader(io.StringIO(to_csv(priced, []), newline="")))
     assert [row["cost_usd"] for row in rows] == ["0.001200", "0.000300"]
+    assert [row["run_cost_usd"] for row in rows] == ["0.001500", "0.001500"]  # a column: every row stays a question
+    assert [row["question"] for row in rows] == ["What is RAG?", "What is BM25?"]
     assert [json.loads(line)["response"]["cost"]["usd"] for line in to_jsonl(priced).splitlines()] == [0.0012, 0.0003]
     assert "- **Cost:** $0.001500 (gpt-4o-mini)" in to_markdown(_run(), priced)
 
     unknown = [priced[0], _costing(_result("What is BM25?", index=1), None)]
-    assert [row["cost_usd"] for row in csv.DictReader(io.StringIO(to_csv(unknown, []), newline=""))] == [
-        "0.001200",
-        "unknown",
-    ]
+    assert [
+        (row["cost_usd"], row["run_cost_usd"]) for row in csv.DictReader(io.StringIO(to_csv(unknown, []), newline=""))
+    ] == [("0.001200", "unknown"), ("unknown", "unknown")]
+    assert {row["run_cost_usd"] for row in csv.DictReader(io.StringIO(to_csv([_result()], []), newline=""))} == {
+        "0.000000"  # no LLM call: exactly 0
+    }
     assert "- **Cost:** price unknown (gpt-4o-mini)" in to_markdown(_run(), unknown)  # never a partial sum

@@ -1,5 +1,5 @@
 """The job store's guarantees, on SQLite and PostgreSQL: owners see only their jobs, one run per slot, one result
-per question (a lost lease writes nothing), one finisher per run."""
+per question (a lost lease writes nothing), one finisher per run, and what a run's answers cost together."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import update
 
+from researchcrew.contracts.cost import NO_LLM_COST, AnswerCost
+from researchcrew.contracts.query import Query
+from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.db.job_tables import RunItemRow
 from researchcrew.errors import JobConflictError, JobNotFoundError
 from researchcrew.jobs._store import ItemOutcome, JobStore
@@ -140,3 +143,51 @@ async def test_forgetting_a_user_deletes_their_jobs_runs_and_results(database_ur
         assert [job.name for job in await store.list_jobs("bob")] == ["weekly"]
     finally:
         await memory.close()
+
+
+def _answer(usd: float | None, *, model: str | None = "gpt-4o-mini") -> FinalResponse:
+    cost = (
+        NO_LLM_COST
+        if model is None
+        else AnswerCost(model=model, usd=usd, priced=usd is not None, stages={"synthesis": usd})
+    )
+    return FinalResponse(
+        query=Query(text="What is RAG?", user_id="ada", session_id="s1"),
+        answer="Retrieval-augmented generation.",
+        confidence=0.8,
+        confidence_level="high",
+        cost=cost,
+    )
+
+
+async def _run_with(store: JobStore, name: str, outcomes: list[ItemOutcome]) -> str:
+    await store.create_job("ada", spec(name, count=len(outcomes)))
+    run_id, _ = await store.create_run(await store.job_row("ada", name), trigger="manual", executor="queue")
+    for index, outcome in enumerate(outcomes):
+        await store.claim_item(run_id, index, f"w:{index}", lease_s=30)
+        await store.finish_item(run_id, index, f"w:{index}", outcome)
+    return run_id
+
+
+async def test_a_run_says_what_its_answers_cost_together_and_never_0_for_an_unknown_price(store: JobStore) -> None:
+    priced = await _run_with(
+        store,
+        "priced",
+        [ItemOutcome("answered", _answer(0.0012)), ItemOutcome("uncertain", _answer(0.0003)), ItemOutcome("failed")],
+    )
+    info = await store.get_run(priced, owner="ada")
+    assert info.cost.usd == pytest.approx(0.0015) and info.cost.model == "gpt-4o-mini"
+    assert [run.cost.usd for run in await store.list_runs("ada")] == [pytest.approx(0.0015)]
+
+    unknown = await _run_with(
+        store, "unknown", [ItemOutcome("answered", _answer(0.0012)), ItemOutcome("answered", _answer(None))]
+    )
+    info = await store.get_run(unknown)
+    assert info.cost.usd is None and not info.cost.priced  # never the partial sum
+    assert info.cost.summary() == "price unknown (gpt-4o-mini)"
+
+    extractive = await _run_with(store, "extractive", [ItemOutcome("answered", _answer(0.0, model=None))])
+    assert (await store.get_run(extractive)).cost == NO_LLM_COST  # exactly 0: no LLM was called
+    await store.create_job("ada", spec("untouched", count=1))
+    fresh, _ = await store.create_run(await store.job_row("ada", "untouched"), trigger="manual", executor="queue")
+    assert (await store.get_run(fresh)).cost.usd == 0  # nothing researched yet

@@ -217,6 +217,11 @@ async def test_a_run_started_over_http_finishes_with_results_in_every_format(
     as_md = await client.get(f"/v1/runs/{run['id']}/results?format=md", headers=ada)
     assert as_md.headers["content-type"] == "text/markdown; charset=utf-8"
     assert all(question in as_md.text for question in QUESTIONS)
+    # what the run cost (issue 23): on the run, in the CSV's column, beside every export (JSONL lines stay results)
+    assert run["cost"] == {**run["cost"], "usd": 0.0, "model": None}  # the extractive answers called no LLM
+    assert {row["run_cost_usd"] for row in rows} == {"0.000000"}
+    for export in (as_csv, as_jsonl, as_md):
+        assert export.headers["x-researchcrew-run-cost-usd"] == "0.000000"
     assert_problem(await client.get(f"/v1/runs/{run['id']}/results?format=xml", headers=ada), 422)
     assert_problem(await client.post(f"/v1/runs/{run['id']}/cancel", headers=ada), 409)  # finished: nothing to cancel
 

@@ -1,7 +1,9 @@
 """``/v1/deep-runs/{run_id}``: a deep research run of the user — look at it, answer its clarifying questions, decide
 on its plan (approve, reword, reorder, cut, add), cancel it, download its report (``/report?format=md|html|pdf|docx``,
 409 until the run is completed). A run is started by a session message with
-``mode: "deep"`` (``research_in_session``, called by the messages route), and a session whose run waits for an answer
+``mode: "deep"`` (``research_in_session``, called by the messages route), or outside any chat session by ``POST
+/v1/deep-runs`` (as ``DeepResearch.research``: what `researchcrew research` sends to the data folder's running
+service, the way `ask` sends ``POST /v1/ask``), and a session whose run waits for an answer
 to its clarifying questions takes the user's next ordinary message as that answer when the conversation layer
 (``researchcrew.pipeline.conversation``) says it is one (``answer_clarification_in_session``).
 
@@ -18,9 +20,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from pydantic import Field
 
+from researchcrew.contracts._base import Identifier
 from researchcrew.contracts.clarification import ClarificationAnswer
 from researchcrew.contracts.deep import DeepOptions, DeepRun, ExportFormat, PlanDecision
+from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.export import MEDIA_TYPES
 from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import ResearchCrewError
@@ -28,7 +33,7 @@ from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.service._auth import CurrentUser
 from researchcrew.service._deep_runs import SegmentWork, SessionMessage, deep_problem, deep_research
 from researchcrew.service._problems import problem_responses
-from researchcrew.service._questions import EVENT_STREAM, wants_event_stream
+from researchcrew.service._questions import EVENT_STREAM, MessageRequest, wants_event_stream
 from researchcrew.service._slots import question_slot
 from researchcrew.service._state import Service, ServiceState
 
@@ -86,6 +91,48 @@ def _streaming(work: SegmentWork, service: ServiceState) -> StreamingResponse:
         media_type=EVENT_STREAM,
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
+
+
+class DeepQuestion(MessageRequest):
+    """A deep run started outside a chat session: a ``ResearchRequest`` without its user (the key's, or the local
+    socket's ``X-Researchcrew-User``), and the run's options."""
+
+    session_id: Identifier = Field(
+        default="default", description="The conversation the run belongs to (its memory); no chat session is made."
+    )
+    deep: DeepOptions = Field(default_factory=DeepOptions, description="Options of the run.")
+
+    def research_request(self, *, user_id: str) -> ResearchRequest:
+        fields = self.model_dump(exclude_unset=True, exclude={"session_id", "deep"})
+        return ResearchRequest(user_id=user_id, session_id=self.session_id, **fields)
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=DeepRun,
+    responses={**DEEP_ACCEPTED, **_DEEP_STREAM, **_problems({503: "A store the service needs is not reachable."})},
+    summary="Start a deep research run (as DeepResearch.research), outside any chat session.",
+)
+async def start_research(service: Service, user: CurrentUser, body: DeepQuestion, request: Request) -> Response:
+    """202 with the run at its first pause (with ``auto_approve``: as soon as it works), or its events; the user's
+    question slot is held while it works, as for a session's deep message."""
+    research = body.research_request(user_id=user.user_id)
+    deep = await deep_research(service)
+    lease_s = body.deep.deadline_s or service.settings.deep.deadline_s
+    async with question_slot(service, user.user_id, lease_s=lease_s) as slot:
+        streaming = wants_event_stream(request)
+        work = SegmentWork(
+            service,
+            lambda on_event: deep.research(research, body.deep, on_event=on_event),
+            slot.hand_over(),
+            run_id=None,
+            streaming=streaming,
+        )
+    if streaming:
+        return _streaming(work, service)
+    run = await (work.until_started(deep, user.user_id) if body.deep.auto_approve else work.until_done())
+    return _accepted(run)
 
 
 async def research_in_session(

@@ -48,6 +48,10 @@ RunId = Annotated[str, Path(min_length=1, max_length=64, description="The run's 
 MAX_FILE_CHARS = 50 * 1024 * 1024  # in practice a body is bounded by service.max_body_bytes (64 KiB by default)
 MAX_INLINE_QUESTIONS = 200
 
+RUN_COST_HEADER = "X-Researchcrew-Run-Cost-USD"
+"""On every export: what the run cost in US dollars (six decimals), or ``unknown`` when any answer's price is
+unknown (never 0). A JSONL export's lines are all results, so its run total travels here (and in the run itself)."""
+
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "jsonl": "application/x-ndjson",
@@ -311,6 +315,12 @@ async def cancel_run(service: Service, user: CurrentUser, run_id: RunId) -> RunI
         200: {
             "description": "The results: JSON, or with `format` csv, jsonl or md the export in that media type.",
             "content": {media.split(";")[0]: {"schema": {"type": "string"}} for media in MEDIA_TYPES.values()},
+            "headers": {
+                RUN_COST_HEADER: {
+                    "description": "With csv, jsonl or md: what the run cost in US dollars, or `unknown`.",
+                    "schema": {"type": "string"},
+                }
+            },
         },
     },
     summary="A run's results as JSON, CSV, JSONL or a Markdown report.",
@@ -325,8 +335,12 @@ async def run_results(
             body = RunResults(run=run, results=results).model_dump_json()
             return Response(content=body, media_type="application/json")
         text = await service.jobs.export(user.user_id, run_id, query.format)
-    disposition = f'inline; filename="run-{run_id}.{query.format}"'
-    return Response(content=text, media_type=MEDIA_TYPES[query.format], headers={"Content-Disposition": disposition})
+        run = await service.jobs.status(user.user_id, run_id)
+    headers = {
+        "Content-Disposition": f'inline; filename="run-{run_id}.{query.format}"',
+        RUN_COST_HEADER: "unknown" if run.cost.usd is None else f"{run.cost.usd:.6f}",
+    }
+    return Response(content=text, media_type=MEDIA_TYPES[query.format], headers=headers)
 
 
 def _options(raw: str | None) -> QuestionOptions:
