@@ -43,9 +43,7 @@ def measure(split: str) -> dict[str, Any]:
     started = time.perf_counter()
     chosen = cases(split)  # type: ignore[arg-type]
     for case in chosen:
-        scores = score_report(
-            case.response, case.plan, case.question, attempt=1, threshold=0.7, evidence=case.evidence
-        )
+        scores = score_report(case.response, case.plan, case.question, attempt=1, threshold=0.7, evidence=case.evidence)
         kinds = {finding.kind for finding in scores.findings}
         if case.flaw is None:
             sound.append(scores.overall)

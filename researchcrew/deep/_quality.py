@@ -21,15 +21,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Sequence
+from itertools import pairwise
 
-from researchcrew.contracts.chunks import ContextChunk
-from researchcrew.contracts.deep import QualityFinding, QualityScores, ResearchPlan
-from researchcrew.contracts.synthesizer import AnswerSection, FinalResponse
-from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, is_evidence
-from researchcrew.contracts.deep import FindingKind
-from researchcrew.contracts.synthesizer import Citation
-from researchcrew.text.terms import STOP_WORDS, claim_words
-from researchcrew.text.terms import query_topics, term_set
+from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_evidence
+from researchcrew.contracts.deep import FindingKind, QualityFinding, QualityScores, ResearchPlan
+from researchcrew.contracts.synthesizer import AnswerSection, Citation, FinalResponse
+from researchcrew.text.terms import STOP_WORDS, claim_words, query_topics, term_set
 
 WEIGHTS = {"citation_correctness": 0.35, "plan_coverage": 0.30, "query_relevance": 0.20, "structure": 0.15}
 MAX_SECTION_SHARE = 0.6
@@ -178,7 +175,7 @@ ECHO_PHRASES = (
 ECHO_WORDS = frozenset({"extractive", "sentences", "quoted", "sources", "cited", "language", "model", "wrote"})
 MIN_ECHO_WORDS = 5
 MIN_SUPPORT = 0.5  # share of a statement's content words its cited passages hold
-MIN_FUNCTION_SHARE = 0.12  # English sentences are a third function words; keyword salad has next to none
+MIN_FUNCTION_SHARE = 0.08  # English sentences are a third function words; keyword salad has next to none
 MIN_GARBLE_WORDS = 8
 MAX_WORD_CHARS = 24
 REPEAT_WORDS = 6  # a run of this many words said twice in one statement
@@ -196,15 +193,19 @@ def echoes_an_answer(text: str) -> bool:
     return len(ECHO_WORDS & set(claim_words(folded))) >= MIN_ECHO_WORDS
 
 
-def is_echo(chunk: ContextChunk | None, citation: Citation) -> bool:
-    """A cited passage that is the assistant's earlier answer: memory that is not evidence (``is_evidence``), any
-    memory in a research report but the user's own statements, or text carrying the answer's own notice."""
+def is_echo(chunk: ContextChunk) -> bool:
+    """A passage that is the assistant's earlier answer: memory that is not evidence (``is_evidence``), any memory
+    in a research report but the user's own statements, or text carrying the answer's own notice."""
+    if not is_evidence(chunk):
+        return True
+    if chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("recalled_as") != "user_statement":
+        return True
+    return echoes_an_answer(chunk.content)
+
+
+def _cites_echo(chunk: ContextChunk | None, citation: Citation) -> bool:
     if chunk is not None:
-        if not is_evidence(chunk):
-            return True
-        if chunk.source_type == MEMORY_SOURCE_TYPE and chunk.metadata.get("recalled_as") != "user_statement":
-            return True
-        return echoes_an_answer(chunk.content)
+        return is_echo(chunk)
     if citation.source_type == MEMORY_SOURCE_TYPE and not citation.chunk_id.startswith("memory:said:"):
         return True
     return echoes_an_answer(citation.snippet)
@@ -227,7 +228,7 @@ def garbled(text: str) -> str | None:
 def _repeats_itself(text: str) -> bool:
     words = claim_words(text)
     grams = [tuple(words[i : i + REPEAT_WORDS]) for i in range(len(words) - REPEAT_WORDS + 1)]
-    return len(grams) != len(set(grams)) or any(a == b and not a.isdigit() for a, b in zip(words, words[1:], strict=False))
+    return len(grams) != len(set(grams)) or any(a == b and not a.isdigit() for a, b in pairwise(words))
 
 
 def _support(text: str, cited: Sequence[str]) -> float:
@@ -263,7 +264,7 @@ class _Reader:
         if citation is None:
             return False
         known = [self.chunks.get(chunk_id) for chunk_id in citation.chunk_ids]
-        return any(is_echo(chunk, citation) for chunk in known)
+        return any(_cites_echo(chunk, citation) for chunk in known)
 
 
 def _section_findings(
@@ -307,7 +308,9 @@ def _section_findings(
                 f"its statements mention {share:.0%} of the words of its sub-question and the question "
                 f"(the other sections: {typical:.0%})"
             )
-    return [QualityFinding(section=position, heading=heading, kind=kind, detail=detail) for kind, detail in found.items()]
+    return [
+        QualityFinding(section=position, heading=heading, kind=kind, detail=detail) for kind, detail in found.items()
+    ]
 
 
 def report_findings(

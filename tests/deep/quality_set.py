@@ -139,7 +139,10 @@ def off_topic(run: Run, position: int, donor: Run) -> tuple[FinalResponse, list[
             if n in donor_citations and n not in numbers:
                 numbers[n] = start + len(numbers) + 1
                 citations.append(donor_citations[n].model_copy(update={"number": numbers[n]}))
-    moved = [claim.model_copy(update={"citations": [numbers[n] for n in claim.citations if n in numbers]}) for claim in donor_claims]
+    moved = [
+        claim.model_copy(update={"citations": [numbers[n] for n in claim.citations if n in numbers]})
+        for claim in donor_claims
+    ]
     first = True
 
     def change(section: AnswerSection) -> AnswerSection | None:
@@ -226,7 +229,9 @@ def single_source(run: Run, position: int, donor: Run) -> tuple[FinalResponse, l
     first = next(n for section in grouped[position] for claim in section.claims for n in claim.citations)
 
     def only(section: AnswerSection) -> AnswerSection:
-        claims = [claim.model_copy(update={"citations": [first]}) for claim in section.claims if first in claim.citations]
+        claims = [
+            claim.model_copy(update={"citations": [first]}) for claim in section.claims if first in claim.citations
+        ]
         return section.model_copy(update={"claims": claims})
 
     response = _map_section(run, position, only)
@@ -333,5 +338,7 @@ def cases(split: Split | None = None) -> list[Case]:
                 response, evidence = transform(run, position, donor)
             except ValueError:
                 continue
-            found.append(Case(f"{index}:{name}@{position}", side, run.question, run.plan, response, evidence, name, kind))
+            found.append(
+                Case(f"{index}:{name}@{position}", side, run.question, run.plan, response, evidence, name, kind)
+            )
     return found
