@@ -38,7 +38,10 @@ GOOD = [
         "2. What is mutation testing of machine learning programs?",
         [
             ("Mutation testing injects faults into machine learning programs.", [MUTATION.chunk]),
-            ("Mutants of machine learning programs are killed when a test detects the injected fault.", [MUTANTS.chunk]),
+            (
+                "Mutants of machine learning programs are killed when a test detects the injected fault.",
+                [MUTANTS.chunk],
+            ),
         ],
     ),
 ]
