@@ -178,7 +178,7 @@ MIN_SUPPORT = 0.5  # share of a statement's content words its cited passages hol
 MIN_FUNCTION_SHARE = 0.08  # English sentences are a third function words; keyword salad has next to none
 MIN_GARBLE_WORDS = 8
 MAX_WORD_CHARS = 24
-REPEAT_WORDS = 6  # a run of this many words said twice in one statement
+REPEAT_WORDS = 6  # a run of this many words (or a third of the statement) said twice in one statement
 OFF_TOPIC_SHARE = 0.3  # of the question's and the sub-question's content words, the section mentions fewer
 OFF_TOPIC_LOW = 0.45  # ... or fewer than this and well below the other sections:
 OFF_TOPIC_RELATIVE = 0.5
@@ -227,7 +227,8 @@ def garbled(text: str) -> str | None:
 
 def _repeats_itself(text: str) -> bool:
     words = claim_words(text)
-    grams = [tuple(words[i : i + REPEAT_WORDS]) for i in range(len(words) - REPEAT_WORDS + 1)]
+    size = max(REPEAT_WORDS, len(words) // 3)  # a long sentence may name a phrase twice; a third of it, never
+    grams = [tuple(words[i : i + size]) for i in range(len(words) - size + 1)]
     return len(grams) != len(set(grams)) or any(a == b and not a.isdigit() for a, b in pairwise(words))
 
 

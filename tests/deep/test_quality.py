@@ -11,7 +11,7 @@ from tests.deep.builders import answer, scored
 METAMORPHIC = scored("rag-1", "Metamorphic testing checks relations between outputs of machine learning systems.")
 MUTATION = scored("rag-2", "Mutation testing injects faults into machine learning programs.")
 RELATIONS = scored("rag-4", "Metamorphic relations of machine learning systems hold across transformed inputs.")
-MUTANTS = scored("rag-5", "Mutants of machine learning programs are killed when a test detects the injected fault.")
+MUTANTS = scored("rag-5", "Mutants of machine learning programs are killed when a test detects the fault.")
 PLAN = ResearchPlan(
     question="What is known about testing machine learning systems?",
     items=[
