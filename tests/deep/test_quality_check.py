@@ -159,3 +159,32 @@ async def test_a_deep_run_with_a_flawed_section_is_remediated_and_the_report_say
     assert_every_claim_cited(report.response)
     retry = [event for event in events if event.phase == "research" and event.detail.get("remediation")]
     assert retry and {event.sub_question for event in retry} == {r.section for r in report.revisions if r.section}
+
+
+async def test_a_section_researched_again_without_an_answer_is_dropped_with_its_reason() -> None:
+    from researchcrew.contracts.deep import PlanItem, QualityFinding
+    from researchcrew.deep._remediate import remediate, revision_note
+
+    source = scored("rag-1", "Pooled testing screens many samples with few tests.")
+    first = result(1, "What is pooled testing?", [source], [(source.chunk.content, [0])])
+    second = result(2, "What limits pooled testing?", [source], [(source.chunk.content, [0])])
+    plan = plan_of(first, second)
+    findings = [
+        QualityFinding(section=1, heading="1. What is pooled testing?", kind="single_source"),
+        QualityFinding(section=2, heading="2. What limits pooled testing?", kind="garbled"),
+        QualityFinding(section=None, heading="Across sub-questions: sources disagree", kind="memory_echo"),
+    ]
+    asked: list[tuple[int, str]] = []
+
+    async def again(position: int, item: PlanItem):  # type: ignore[no-untyped-def]
+        asked.append((position, item.question))
+        return None if position == 1 else result(2, item.question, [], None)
+
+    updated, revisions = await remediate("What is known about pooled testing?", plan, [first, second], findings, again)
+    assert [position for position, _ in asked] == [1, 2]  # each flawed plan section once; none outside the plan
+    assert [(r.section, r.action) for r in revisions] == [(1, "dropped"), (2, "dropped"), (None, "dropped")]
+    assert "no time was left" in revisions[0].outcome and "found no cited answer" in revisions[1].outcome
+    assert updated[0].status == updated[1].status == "not_researched"
+    assert updated[1].note and updated[1].note.startswith("dropped by the quality check (garbled)")
+    note = revision_note(revisions)
+    assert note.startswith("Revisions after the quality check: section 1 dropped (single source)")
