@@ -50,7 +50,7 @@ from researchcrew.deep._budget import Budget, Exhausted
 from researchcrew.deep._follow import ReferenceFollower
 from researchcrew.deep._plan import apply_decision, llm_plan, read_decision, rule_plan
 from researchcrew.deep._quality import score_report, sections_by_position
-from researchcrew.deep._remediate import remediate, revision_note
+from researchcrew.deep._remediate import flawed_sections, remediate, revision_note
 from researchcrew.deep._report import ReportDraft, assemble_report, extractive_retry, llm_retry
 from researchcrew.deep._research import SubQuestionResult, research_sub_question
 from researchcrew.deep._shape import ReportShape
@@ -484,7 +484,8 @@ class DeepResearchFlow(Flow[DeepState]):
             return extractive_retry(self._query(), plan, self.deep.results, settings.evaluation, self._shape())
         exhausted = self.budget.exhausted(reserve_s=MIN_RETRY_S)
         if exhausted is not None:
-            self.deep.not_done.append(f"The quality retry was skipped: the run's {exhausted} was reached.")
+            if self.deep.exhausted is None:  # research already said what the limit stopped
+                self.deep.not_done.append(f"The quality retry was skipped: the run's {exhausted} was reached.")
             self.deep.exhausted = self.deep.exhausted or exhausted
             return None
         try:
@@ -552,7 +553,9 @@ class DeepResearchFlow(Flow[DeepState]):
         scores = [self._score(first, 1)]
         final, remediated = first, False
         revisions: list[Revision] = []
-        if not scores[0].passed or scores[0].findings:
+        failed = not scores[0].passed
+        to_remedy = flawed_sections(scores[0].findings, failed=failed)
+        if failed or to_remedy:
             self._emit(
                 "quality",
                 "finished",
@@ -563,10 +566,11 @@ class DeepResearchFlow(Flow[DeepState]):
                 retry=True,
             )
             before = list(self.deep.results)
-            self.deep.results, revisions = await remediate(
-                self.deep.question, plan, before, scores[0].findings, self._research_again
-            )
-            retry = await self._retry(scores[0])
+            if to_remedy:
+                self.deep.results, revisions = await remediate(
+                    self.deep.question, plan, before, scores[0].findings, self._research_again, failed=failed
+                )
+            retry = await self._retry(scores[0]) if failed or revisions or None in to_remedy else None
             if retry is not None:
                 scores.append(self._score(retry, 2))
                 if scores[1].overall > scores[0].overall:

@@ -9,11 +9,12 @@
   most of the report when there are three or more.
 
 Beside the four dimensions, each section is read for what is wrong with it (``findings``, by kind, issue 21;
-``_findings``): off-topic, garbled or repeated text, statements without a citation that supports them, a section
-resting on one source, a plan item left unanswered, and memory echoes (the assistant's own earlier answers quoted as
-evidence). Each finding lowers ``soundness`` by its kind's severity (multiplied: two findings lower it more than
-one). ``overall`` is the dimensions' weighted mean (0.35, 0.30, 0.20, 0.15) times the soundness: the score shown to
-the user. A report below the threshold, or with findings, is remediated once (``_remediate``).
+``report_findings``): off-topic, garbled or repeated text, statements without a citation that supports them, a
+section resting on one source, a plan item left unanswered, and memory echoes (the assistant's own earlier answers
+quoted as evidence). Each finding lowers ``soundness`` by its kind's severity (multiplied: two findings lower it
+more than one; a mild kind, one source, once per report). ``overall`` is the dimensions' weighted mean (0.35, 0.30,
+0.20, 0.15) times the soundness: the score shown to the user. A report below the threshold, or with findings that
+are not mild, is remediated once (``_remediate``).
 """
 
 from __future__ import annotations
@@ -139,7 +140,10 @@ def score_report(
     findings: list[QualityFinding] = report_findings(response, plan, question, evidence)
     soundness = 1.0
     for finding in findings:
-        soundness *= 1.0 - SEVERITY[finding.kind]
+        if finding.kind not in MILD_KINDS:
+            soundness *= 1.0 - SEVERITY[finding.kind]
+    for kind in MILD_KINDS & {finding.kind for finding in findings}:  # once per report, however many sections
+        soundness *= 1.0 - SEVERITY[kind]
     issues += [f"section {finding.section or '(outside the plan)'}: {finding.detail}" for finding in findings]
     overall = sum(WEIGHTS[name] * value for name, value in parts.items()) * soundness
     return QualityScores(
@@ -162,8 +166,9 @@ SEVERITY: dict[FindingKind, float] = {
     "uncited": 0.4,
     "unanswered": 0.3,
     "repeated": 0.3,
-    "single_source": 0.2,
+    "single_source": 0.1,
 }
+MILD_KINDS: frozenset[FindingKind] = frozenset({"single_source"})  # lower the score once per report
 # What the assistant's own answers carry (pipeline/synthesize/_rendering.py): a passage with these words is an
 # earlier answer, whatever source it came back from.
 ECHO_PHRASES = (
@@ -291,7 +296,9 @@ def _section_findings(
         if why:
             found.setdefault("garbled", f"“{claim.text[:80]}” is {why}")
         key = " ".join(claim_words(claim.text))
-        if _repeats_itself(claim.text) or (key and key in said):
+        # a section whose only statement an earlier one made is answered by the same evidence (``_report`` keeps
+        # it so, deliberately): said once more, not repeated text
+        if _repeats_itself(claim.text) or (key and key in said and len(claims) > 1):
             found.setdefault("repeated", f"“{claim.text[:80]}” says the same thing twice")
         said.add(key)
     if uncited or unsupported:

@@ -9,7 +9,8 @@ rescored, and ``Revision`` records say what changed.
 * A section outside the plan (a disagreement across sub-questions) is not researched; one that quotes the
   assistant's earlier answer is dropped (the report's assembly no longer sets evidence against an echo, ``_report``).
 
-Each sub-question is researched again at most once per run; the caller decides whether there is time for it.
+Each sub-question is researched again at most once per run; the caller decides whether there is time for it. A
+section whose only finding is mild (one source) is remedied only when the report fails the threshold.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from researchcrew.contracts.deep import (
     ResearchPlan,
     Revision,
 )
+from researchcrew.deep._quality import MILD_KINDS
 from researchcrew.deep._research import SubQuestionResult
 from researchcrew.text.terms import query_topics
 
@@ -43,14 +45,15 @@ def reformulate(sub_question: str, question: str) -> str:
     return text[:MAX_SUBQUESTION_CHARS]
 
 
-def flawed_sections(findings: Sequence[QualityFinding]) -> dict[int | None, list[FindingKind]]:
-    """Kinds found, per plan position (None: sections outside the plan), in first-found order."""
+def flawed_sections(findings: Sequence[QualityFinding], *, failed: bool) -> dict[int | None, list[FindingKind]]:
+    """Kinds found, per plan position (None: sections outside the plan), in first-found order: the sections to
+    remedy. A section whose only finding is mild (one source) is remedied only when the report ``failed``."""
     kinds: dict[int | None, list[FindingKind]] = {}
     for finding in findings:
         found = kinds.setdefault(finding.section, [])
         if finding.kind not in found:
             found.append(finding.kind)
-    return kinds
+    return {position: found for position, found in kinds.items() if failed or not set(found) <= MILD_KINDS}
 
 
 async def remediate(
@@ -59,12 +62,15 @@ async def remediate(
     results: Sequence[SubQuestionResult],
     findings: Sequence[QualityFinding],
     research_again: ResearchAgain,
+    *,
+    failed: bool = True,
 ) -> tuple[list[SubQuestionResult], list[Revision]]:
-    """The results with each flawed sub-question researched again (or dropped), and what was done."""
+    """The results with each flawed sub-question researched again (or dropped), and what was done. A section the
+    run has no time for (``research_again`` gives None) stays as it was, without a revision."""
     updated = list(results)
     revisions: list[Revision] = []
     headings = {finding.section: finding.heading for finding in findings}
-    for position, kinds in flawed_sections(findings).items():
+    for position, kinds in flawed_sections(findings, failed=failed).items():
         if position is None:
             revisions.append(
                 Revision(
@@ -83,7 +89,9 @@ async def remediate(
         asked = reformulate(item.question, question)
         again = await research_again(position, PlanItem(id=item.id, question=asked, rationale=item.rationale))
         what = ", ".join(kind.replace("_", " ") for kind in kinds)
-        if again is not None and again.status == "answered":
+        if again is None:
+            continue
+        if again.status == "answered":
             updated[position - 1] = again.model_copy(
                 update={
                     "item": item,
@@ -103,7 +111,7 @@ async def remediate(
                 )
             )
         else:
-            why = "no time was left" if again is None else "researching it again found no cited answer either"
+            why = "researching it again found no cited answer either"
             updated[position - 1] = old.model_copy(
                 update={"status": "not_researched", "note": f"dropped by the quality check ({what}): {why}"}
             )

@@ -182,9 +182,13 @@ async def test_a_section_researched_again_without_an_answer_is_dropped_with_its_
 
     updated, revisions = await remediate("What is known about pooled testing?", plan, [first, second], findings, again)
     assert [position for position, _ in asked] == [1, 2]  # each flawed plan section once; none outside the plan
-    assert [(r.section, r.action) for r in revisions] == [(1, "dropped"), (2, "dropped"), (None, "dropped")]
-    assert "no time was left" in revisions[0].outcome and "found no cited answer" in revisions[1].outcome
-    assert updated[0].status == updated[1].status == "not_researched"
+    assert [(r.section, r.action) for r in revisions] == [(2, "dropped"), (None, "dropped")]  # 1: no time, kept
+    assert "found no cited answer" in revisions[0].outcome
+    assert updated[0] == first and updated[1].status == "not_researched"
     assert updated[1].note and updated[1].note.startswith("dropped by the quality check (garbled)")
     note = revision_note(revisions)
-    assert note.startswith("Revisions after the quality check: section 1 dropped (single source)")
+    assert note.startswith("Revisions after the quality check: section 2 dropped (garbled)")
+    _, mild = await remediate(
+        "What is known about pooled testing?", plan, [first, second], findings[:1], again, failed=False
+    )
+    assert mild == []  # one source alone is remedied only when the report fails
