@@ -33,15 +33,15 @@ ResearchAgain = Callable[[int, PlanItem], Awaitable[SubQuestionResult | None]]
 
 
 def reformulate(sub_question: str, question: str) -> str:
-    """The sub-question narrowed to the question's topic words it does not mention yet (or, when it mentions them
-    all, asked as a plain search for its own topic words)."""
-    have = set(query_topics(sub_question))
-    missing = [word for stem, word in query_topics(question).items() if stem not in have]
-    base = sub_question.rstrip(" ?")
-    if missing:
-        text = f"{base}, in {' '.join(missing)}?"
+    """The sub-question asked again in other words: when it shares no topic word with the question, narrowed to the
+    question's topic ("What limits it, in pooled testing?"); otherwise as a plain search for its own topic words
+    (the question's other words belong to other sub-questions)."""
+    own = query_topics(sub_question)
+    topic = query_topics(question)
+    if not set(own) & set(topic):
+        text = f"{sub_question.rstrip(' ?')}, in {' '.join(topic.values())}?"
     else:
-        text = "What does the evidence say about " + " ".join(query_topics(sub_question).values()) + "?"
+        text = "What does the evidence say about " + " ".join(own.values()) + "?"
     return text[:MAX_SUBQUESTION_CHARS]
 
 
@@ -92,9 +92,13 @@ async def remediate(
         if again is None:
             continue
         if again.status == "answered":
+            seen = {scored.chunk.chunk_id for scored in again.evidence}
             updated[position - 1] = again.model_copy(
                 update={
                     "item": item,
+                    # what the first research gathered (references followed included) stays available
+                    "evidence": [*again.evidence, *(s for s in old.evidence if s.chunk.chunk_id not in seen)],
+                    "references": [*old.references, *again.references],
                     "elapsed_ms": old.elapsed_ms + again.elapsed_ms,
                     "tokens": old.tokens + again.tokens,
                 }
