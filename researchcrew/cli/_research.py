@@ -156,6 +156,14 @@ def render_run(run: DeepRun) -> str:
         f"{quality.plan_coverage:.2f}, relevance {quality.query_relevance:.2f}, structure {quality.structure:.2f})"
         + (" after one remediation retry" if report.remediated else "")
         + ("" if quality.passed else f", below the threshold {quality.threshold:.2f}"),
+        *[
+            f"  section {finding.section or '(outside the plan)'}: {finding.kind.replace('_', ' ')} — {finding.detail}"
+            for finding in quality.findings
+        ],
+        *[
+            f"  revised: section {revision.section or '(outside the plan)'} {revision.outcome}"
+            for revision in report.revisions
+        ],
         f"Budget: {report.budget.elapsed_s:.1f} of {report.budget.deadline_s:.0f} s"
         + (
             f", {report.budget.tokens_used} of {report.budget.token_budget} tokens"

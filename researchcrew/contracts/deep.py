@@ -179,6 +179,36 @@ class FollowedReference(Contract):
     resolved: list[str] = Field(default_factory=list, description="Chunk ids the reference resolved to.")
 
 
+FindingKind = Literal["off_topic", "garbled", "repeated", "uncited", "single_source", "unanswered", "memory_echo"]
+
+
+class QualityFinding(Contract):
+    """One thing the quality check found wrong with one section of the report (issue 21)."""
+
+    section: int | None = Field(
+        default=None, description="The plan position of the section; None for a section outside the plan."
+    )
+    heading: str = Field(default="", max_length=1_000, description="The section's heading.")
+    kind: FindingKind = Field(
+        description="off_topic: it does not speak to its sub-question; garbled: not readable sentences; repeated: "
+        "text said twice; uncited: statements without a citation that supports them; single_source: it rests on "
+        "one source; unanswered: a plan item without a section; memory_echo: it quotes the assistant's own "
+        "earlier answers (conversation memory) as evidence."
+    )
+    detail: str = Field(default="", max_length=2_000, description="What exactly, for a reader.")
+
+
+class Revision(Contract):
+    """What the remediation did to one flawed section (issue 21): researched again or dropped, and why."""
+
+    section: int | None = Field(default=None, description="The plan position (None: a section outside the plan).")
+    heading: str = Field(default="", max_length=1_000, description="The section as it was headed.")
+    kinds: list[FindingKind] = Field(default_factory=list, description="What the check found wrong with it.")
+    action: Literal["researched_again", "dropped"] = Field(description="What was done.")
+    question: str | None = Field(default=None, description="The reformulated sub-question researched again.")
+    outcome: str = Field(default="", max_length=2_000, description="What changed, in a sentence.")
+
+
 class QualityScores(Contract):
     """How the report scored (seed 002 phase 4), each dimension in [0, 1]."""
 
@@ -191,10 +221,16 @@ class QualityScores(Contract):
         description="How much of the question and of each sub-question the statements speak to (content terms)."
     )
     structure: UnitFloat = Field(description="One titled section per answered sub-question, in plan order, balanced.")
-    overall: UnitFloat = Field(description="The weighted mean of the four dimensions.")
+    soundness: UnitFloat = Field(
+        default=1.0, description="1 when no section has findings; each finding lowers it by its kind's severity."
+    )
+    overall: UnitFloat = Field(description="The weighted mean of the four dimensions, times the soundness.")
     threshold: UnitFloat = Field(description="Below this the report is sent back once.")
     passed: bool = Field(description="overall >= threshold.")
     issues: list[str] = Field(default_factory=list, description="What pulled the score down, as instructions.")
+    findings: list[QualityFinding] = Field(
+        default_factory=list, description="What is wrong, per section, by kind (what remediation acts on)."
+    )
 
 
 SubQuestionStatus = Literal["answered", "weak", "not_researched"]
@@ -274,6 +310,9 @@ class DeepReport(Contract):
     references: list[FollowedReference] = Field(default_factory=list, description="References detected and followed.")
     quality: list[QualityScores] = Field(description="Scores of the first report and, if it was retried, the retry.")
     remediated: bool = Field(default=False, description="The retry scored better and replaced the first report.")
+    revisions: list[Revision] = Field(
+        default_factory=list, description="What the remediation did to each flawed section, and why."
+    )
     clarification: ClarificationRequest | None = Field(default=None, description="The clarification asked, if any.")
     clarification_answer: str | None = Field(default=None, description="The user's reply to it.")
     partial: bool = Field(default=False, description="The deadline or budget cut the run short.")

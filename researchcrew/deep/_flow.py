@@ -38,8 +38,10 @@ from researchcrew.contracts.deep import (
     DeepProgressEvent,
     DeepReport,
     FollowedReference,
+    PlanItem,
     QualityScores,
     ResearchPlan,
+    Revision,
     SubQuestionReport,
 )
 from researchcrew.contracts.follow_up import TokenCount
@@ -48,6 +50,7 @@ from researchcrew.deep._budget import Budget, Exhausted
 from researchcrew.deep._follow import ReferenceFollower
 from researchcrew.deep._plan import apply_decision, llm_plan, read_decision, rule_plan
 from researchcrew.deep._quality import score_report, sections_by_position
+from researchcrew.deep._remediate import flawed_sections, remediate, revision_note
 from researchcrew.deep._report import ReportDraft, assemble_report, extractive_retry, llm_retry
 from researchcrew.deep._research import SubQuestionResult, research_sub_question
 from researchcrew.deep._shape import ReportShape
@@ -481,7 +484,8 @@ class DeepResearchFlow(Flow[DeepState]):
             return extractive_retry(self._query(), plan, self.deep.results, settings.evaluation, self._shape())
         exhausted = self.budget.exhausted(reserve_s=MIN_RETRY_S)
         if exhausted is not None:
-            self.deep.not_done.append(f"The quality retry was skipped: the run's {exhausted} was reached.")
+            if self.deep.exhausted is None:  # research already said what the limit stopped
+                self.deep.not_done.append(f"The quality retry was skipped: the run's {exhausted} was reached.")
             self.deep.exhausted = self.deep.exhausted or exhausted
             return None
         try:
@@ -500,30 +504,80 @@ class DeepResearchFlow(Flow[DeepState]):
             self.deep.not_done.append(f"The quality retry failed ({type(error).__name__}: {error}).")
             return None
 
+    async def _research_again(self, position: int, item: PlanItem) -> SubQuestionResult | None:
+        """One sub-question researched once more (remediation), or None when the run has no time for it."""
+        settings = self._run.settings.deep
+        if self.budget.exhausted(reserve_s=RESEARCH_RESERVE_S + MIN_SUBQUESTION_S + MIN_RETRY_S) is not None:
+            return None
+        deadline_s = max(MIN_SUBQUESTION_S, min(settings.subquestion_deadline_s, self.budget.remaining_s() / 3))
+        self._emit("research", "started", sub_question=position, question=item.question, deadline_s=deadline_s)
+
+        def relay(event: ProgressEvent) -> None:
+            self._emit("research", event.status, sub_question=position, stage_event=event, stage=event.stage)
+
+        result = await research_sub_question(
+            self._run.stages,
+            item,
+            index=position,
+            request=self._request(),
+            preferences=self._shape().preferences(self.deep.preferences),
+            deadline_s=deadline_s,
+            budget=self.budget,
+            follower=None,
+            on_stage_event=relay,
+        )
+        self._emit("research", "finished", sub_question=position, outcome=result.status, remediation=True)
+        return result
+
+    def _score(self, draft: ReportDraft, attempt: int) -> QualityScores:
+        plan = self.deep.approved
+        assert plan is not None  # noqa: S101
+        return score_report(
+            draft.response,
+            plan,
+            self.deep.question,
+            attempt=attempt,
+            threshold=self._run.settings.deep.quality_threshold,
+            extra_removed=draft.extra_removed,
+            evidence=[scored.chunk for scored in draft.evidence],
+        )
+
     @listen(write_report)
     async def check_quality(self) -> None:
+        """Score the report; with findings or below the threshold, remediate once (``_remediate``: flawed sections
+        researched again or dropped, then the report put together again) and keep the rescored report when it is
+        better."""
         plan, first = self.deep.approved, self._first
         assert plan is not None and first is not None  # noqa: S101
-        threshold = self._run.settings.deep.quality_threshold
         self._emit("quality", "started")
-        scores = [
-            score_report(
-                first.response,
-                plan,
-                self.deep.question,
-                attempt=1,
-                threshold=threshold,
-                extra_removed=first.extra_removed,
-            )
-        ]
+        scores = [self._score(first, 1)]
         final, remediated = first, False
-        if not scores[0].passed:
-            self._emit("quality", "finished", attempt=1, overall=scores[0].overall, passed=False, retry=True)
-            retry = await self._retry(scores[0])
+        revisions: list[Revision] = []
+        failed = not scores[0].passed
+        to_remedy = flawed_sections(scores[0].findings, failed=failed)
+        if failed or to_remedy:
+            self._emit(
+                "quality",
+                "finished",
+                attempt=1,
+                overall=scores[0].overall,
+                passed=scores[0].passed,
+                findings=[finding.model_dump() for finding in scores[0].findings],
+                retry=True,
+            )
+            before = list(self.deep.results)
+            if to_remedy:
+                self.deep.results, revisions = await remediate(
+                    self.deep.question, plan, before, scores[0].findings, self._research_again, failed=failed
+                )
+            retry = await self._retry(scores[0]) if failed or revisions or None in to_remedy else None
             if retry is not None:
-                scores.append(score_report(retry.response, plan, self.deep.question, attempt=2, threshold=threshold))
+                scores.append(self._score(retry, 2))
                 if scores[1].overall > scores[0].overall:
                     final, remediated = retry, True
+            if not remediated:
+                self.deep.results = before
+                revisions = []
         best = scores[-1] if remediated else scores[0]
         self._emit(
             "quality",
@@ -532,11 +586,14 @@ class DeepResearchFlow(Flow[DeepState]):
             overall=best.overall,
             passed=best.passed,
             remediated=remediated,
+            revisions=[revision.model_dump() for revision in revisions],
             scores=[score.model_dump() for score in scores],
         )
-        self.deep.report = self._build_report(final, scores, remediated)
+        self.deep.report = self._build_report(final, scores, remediated, revisions)
 
-    def _build_report(self, final: ReportDraft, scores: list[QualityScores], remediated: bool) -> DeepReport:
+    def _build_report(
+        self, final: ReportDraft, scores: list[QualityScores], remediated: bool, revisions: list[Revision]
+    ) -> DeepReport:
         self.save_progress()
         deep, plan = self.deep, self.deep.approved
         assert plan is not None  # noqa: S101
@@ -568,6 +625,8 @@ class DeepResearchFlow(Flow[DeepState]):
                 f"{final_scores.threshold:.2f}, after {len(scores)} attempt(s)."
             )
         caveats += [note for note in deep.not_done if note not in caveats]
+        if revisions:
+            caveats.append(revision_note(revisions))
         response = final.response.model_copy(
             update={
                 "partial": partial,
@@ -585,6 +644,7 @@ class DeepResearchFlow(Flow[DeepState]):
             references=deep.references,
             quality=scores,
             remediated=remediated,
+            revisions=revisions,
             clarification=deep.clarification,
             clarification_answer=deep.clarification_answer,
             partial=partial,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from researchcrew.contracts import ContradictionRecord, FilteredContext, FinalResponse, Query, ScoredChunk
 from researchcrew.contracts.deep import ResearchPlan
 from researchcrew.contracts.synthesizer import AnswerDraft, AnswerKind, DraftClaim, DraftSection, SynthesizerInput
+from researchcrew.deep._quality import is_echo
 from researchcrew.deep._research import SubQuestionResult
 from researchcrew.deep._shape import ReportShape
 from researchcrew.llm.fence import block
@@ -77,13 +78,17 @@ class ReportDraft:
 
 
 def _index(results: Sequence[SubQuestionResult], *, weak_for: set[int] | None = None) -> EvidenceIndex:
+    """The evidence of the report, without echoes of the assistant's own earlier answers (``_quality.is_echo``:
+    never evidence, never one side of a disagreement; a statement citing only an echo loses its citation)."""
     index = EvidenceIndex()
     for position, result in enumerate(results, start=1):
         for scored in result.evidence:
-            index.add(scored, position)
+            if not is_echo(scored.chunk):
+                index.add(scored, position)
         if weak_for and position in weak_for:
             for scored in result.weak_evidence:
-                index.add(scored, position)
+                if not is_echo(scored.chunk):
+                    index.add(scored, position)
     return index
 
 
@@ -143,10 +148,12 @@ def cross_contradictions(index: EvidenceIndex, settings: EvaluationSettings) -> 
         tolerance=settings.numeric_tolerance,
         limit=settings.max_contradictions,
     )
+    echoes = {scored.chunk.chunk_id for scored in index.chunks if is_echo(scored.chunk)}
     return [
         record
         for record in records
         if index.owners.get(record.chunk_id_a, set()) != index.owners.get(record.chunk_id_b, set())
+        and not {record.chunk_id_a, record.chunk_id_b} & echoes
     ]
 
 
@@ -289,7 +296,10 @@ def extractive_retry(
 def _retry_evidence(results: Sequence[SubQuestionResult]) -> EvidenceIndex:
     """At most ``RETRY_EVIDENCE`` blocks, shared fairly: the sub-questions' best evidence in turn (their best weak
     evidence when they have none)."""
-    queues = [list(result.evidence or result.weak_evidence) for result in results]
+    queues = [
+        [scored for scored in result.evidence or result.weak_evidence if not is_echo(scored.chunk)]
+        for result in results
+    ]
     index = EvidenceIndex()
     depth = 0
     while len(index.chunks) < RETRY_EVIDENCE and any(depth < len(queue) for queue in queues):

@@ -10,6 +10,8 @@ from tests.deep.builders import answer, scored
 
 METAMORPHIC = scored("rag-1", "Metamorphic testing checks relations between outputs of machine learning systems.")
 MUTATION = scored("rag-2", "Mutation testing injects faults into machine learning programs.")
+RELATIONS = scored("rag-4", "Metamorphic relations of machine learning systems hold across transformed inputs.")
+MUTANTS = scored("rag-5", "Mutants of machine learning programs are killed when a test detects the fault.")
 PLAN = ResearchPlan(
     question="What is known about testing machine learning systems?",
     items=[
@@ -27,11 +29,20 @@ def report(sections, **fields):  # type: ignore[no-untyped-def]
 GOOD = [
     (
         "1. What is metamorphic testing of machine learning systems?",
-        [("Metamorphic testing checks relations between outputs of machine learning systems.", [METAMORPHIC.chunk])],
+        [
+            ("Metamorphic testing checks relations between outputs of machine learning systems.", [METAMORPHIC.chunk]),
+            ("Metamorphic relations of machine learning systems hold across transformed inputs.", [RELATIONS.chunk]),
+        ],
     ),
     (
         "2. What is mutation testing of machine learning programs?",
-        [("Mutation testing injects faults into machine learning programs.", [MUTATION.chunk])],
+        [
+            ("Mutation testing injects faults into machine learning programs.", [MUTATION.chunk]),
+            (
+                "Mutants of machine learning programs are killed when a test detects the injected fault.",
+                [MUTANTS.chunk],
+            ),
+        ],
     ),
 ]
 
@@ -52,9 +63,9 @@ def test_a_good_report_passes() -> None:
 
 
 def test_an_unanswered_sub_question_and_removed_citations_fail_it_with_instructions() -> None:
-    weak = report(GOOD[:1], citation_stats=CitationStats(valid=1, removed=1, claims_removed=1))
+    weak = report(GOOD[:1], citation_stats=CitationStats(valid=2, removed=1, claims_removed=1))
     scores = score_report(weak, PLAN, PLAN.question, attempt=1, threshold=0.7, extra_removed=2)
-    assert scores.citation_correctness == 0.25  # 1 valid of 4 written
+    assert scores.citation_correctness == 0.4  # 2 valid of 5 written
     assert scores.plan_coverage == 0.5
     assert not scores.passed
     assert any(issue.startswith("3 citation(s) pointed to evidence that was not given") for issue in scores.issues)

@@ -24,6 +24,7 @@
     plan_coverage: "Plan covered",
     query_relevance: "On the question",
     structure: "Structure",
+    soundness: "No flaws found",
     overall: "Overall",
   };
 
@@ -273,7 +274,8 @@
     wrapper.append(downloadBar(report));
     wrapper.append(rc.answerView({ ...report.response, partial: report.partial }, root));
     wrapper.append(...shapeViews(report));
-    const quality = report.quality[report.quality.length - 1];
+    // the score of the report shown: the retry's only when it replaced the first report
+    const quality = report.remediated ? report.quality[report.quality.length - 1] : report.quality[0];
     if (quality) {
       wrapper.append(el("h3", "sources-title", "Quality"));
       const scores = el("ul", "deep-quality");
