@@ -375,7 +375,8 @@ class AnnotationIndex:
             batch = ids[start : start + _KEYS_PER_QUERY]
             expression = f"{schema.CHUNK_ID} in [{', '.join(schema.quote(i) for i in batch)}]"
             if has_collections:
-                expression = f"{self._scope(collections)} and {expression}"
+                scope = ", ".join(schema.quote(c) for c in sorted(set(collections)))
+                expression = f"{schema.COLLECTION} in [{scope}] and {expression}"
             elif schema.SHARED not in collections:
                 continue
             for row in self.store.rows(expression, fields):

@@ -168,6 +168,8 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
         )
     for item_term in question.items:
         candidates = [item for item in candidates if _contains_item(item, item_term)]
+    if question.items and any(item.annotation.kind == "row" for item in candidates):
+        candidates = [item for item in candidates if item.annotation.kind == "row"]  # items are what rows list
     if question.dates is not None:
         dates = question.dates
         candidates = [item for item in candidates if (day := _date_of(item, facts)) is not None and dates.admits(day)]
