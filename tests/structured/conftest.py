@@ -43,7 +43,9 @@ CORPUS: dict[str, str] = {
     ),
     "study-a.md": "# Pooled testing in schools\n\nSample size: 1,204\n\nReagent cost per test: $2.35\n",
     "study-b.md": "# Pooled testing in clinics\n\nSample size: 640\n\nReagent cost per test: $3.15\n",
-    "study-c.md": "# Mass screening by pooling\n\n**Sample size:** 5,310 participants\n\nReagent cost per test: $1.10\n",
+    "study-c.md": (
+        "# Mass screening by pooling\n\n**Sample size:** 5,310 participants\n\nReagent cost per test: $1.10\n"
+    ),
 }
 
 

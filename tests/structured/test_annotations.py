@@ -60,7 +60,7 @@ def test_width_filter_converts_units_and_names_what_it_cannot(ingested: Annotati
     result = annotations_search(ingested, parse_question("Which solar panels have a width ≤ 1.2 m?"), ["shared"])
     models = sorted(str(item.annotation.values[0].text) for item in result.matches)
     assert models == ["Helio 350", "SunMax 400"]  # 45 in = 1.143 m passes; 1310 mm does not
-    columns, rows, _ = table_of(result)
+    columns, _rows, _ = table_of(result)
     width = next(column for column in columns if column.name == "Width")
     assert width.unit == "m" and width.kind == "number"
     assert any("1.1 furlongs" in note or "no unit" in note for note in result.notes), result.notes
