@@ -7,14 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from researchcrew.embedding.embedder import Embedder, SentenceTransformerEmbedder
+from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.settings import Settings
 
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    return SentenceTransformerEmbedder()
+    """The default embedder (int8 ONNX), exported once per machine and shared with the end-to-end tests."""
+    from tests.e2e.support import shared_embedder
+
+    return shared_embedder()
 
 
 @pytest.fixture(scope="module")

@@ -350,14 +350,18 @@ class AnnotationIndex:
             notes.extend(f"{title}: {note}" for note in row[PROPERTIES].get("notes") or [])
         return notes
 
-    def label_vector(self, label: str) -> Any:
-        """The embedding of a label (cached: the labels of a knowledge base are few and asked about often)."""
-        vector = self._label_vectors.get(label)
-        if vector is None:
-            vector = self.embedder.embed_query(label)
-            if len(self._label_vectors) < 50_000:
-                self._label_vectors[label] = vector
-        return vector
+    def label_vectors(self, texts: Sequence[str]) -> Any:
+        """Embeddings of labels and question phrases, one row each (cached: a knowledge base's labels are few and
+        asked about often; the missing ones are embedded in one call)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self._label_vectors]
+        if missing:
+            if len(self._label_vectors) > 50_000:
+                self._label_vectors.clear()
+            for text, vector in zip(missing, self.embedder.embed_documents(missing), strict=True):
+                self._label_vectors[text] = vector
+        import numpy as np
+
+        return np.stack([self._label_vectors[text] for text in texts])
 
     def passages(self, chunk_ids: Sequence[str], collections: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
         """(collection, chunk id) → the chunk's row, for chunks that still exist in ``collections``: an annotation

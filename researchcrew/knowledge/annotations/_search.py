@@ -46,24 +46,33 @@ def _stems(text: str) -> set[str]:
     return {stem(word) for word in term_words(text) if word not in QUERY_STOP_WORDS}
 
 
+def needs_field(question: ParsedQuestion) -> bool:
+    """Whether the question asks about a field's values (a comparison, an aggregate of a field, a lookup)."""
+    return bool(
+        question.numeric or question.aggregate not in (None, "count") or question.intent == "numeric_lookup"
+    )
+
+
 def resolve_labels(
     question: ParsedQuestion, known: Sequence[str], index: AnnotationIndex | None
 ) -> tuple[list[str], str]:
-    """The known labels the question names, and how ("lexical", "embedding" or "")."""
+    """The known labels the question names, and how ("lexical", "embedding" or ""). Matching by meaning is tried
+    only for a question that needs a field (pass ``index=None`` to match by words only)."""
     words = {stem(word) for word in question.words}
     lexical = [key for key in known if (key_stems := _stems(key)) and key_stems <= words]
     maximal = [key for key in lexical if not any(_stems(key) < _stems(other) for other in lexical)]
     if maximal:
         return sorted(maximal), "lexical"
-    if index is None or not known:
+    if index is None or not known or not needs_field(question):
         return [], ""
     phrases = _phrases([word for word in question.words if stem(word) not in GENERIC_WORDS])
     if not phrases:
         return [], ""
-    vectors = np.stack([index.label_vector(phrase) for phrase in phrases])
+    vectors = index.label_vectors([*phrases, *known])
+    similarities = vectors[: len(phrases)] @ vectors[len(phrases) :].T
     best: dict[str, float] = {}
-    for key in known:
-        similarity = float(np.max(vectors @ index.label_vector(key)))
+    for column, key in enumerate(known):
+        similarity = float(np.max(similarities[:, column]))
         if similarity >= LABEL_SIMILARITY:
             best[key] = similarity
     if not best:
@@ -143,7 +152,7 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     if how == "embedding":
         result.notes.append(f"fields matched by meaning: {', '.join(labels)}")
     # Numeric filters without a named field: the fields whose numbers are in the filter's unit.
-    needs_label = question.numeric or question.aggregate not in (None, "count") or question.intent == "numeric_lookup"
+    needs_label = needs_field(question)
     everything = index.read(collections)
     facts = _document_facts(everything)
     if needs_label and not labels and question.numeric:
