@@ -41,6 +41,7 @@ _FACT = re.compile(
     r"(?P<value>\S.*?)\s*$"
 )
 _SENTENCE_BEFORE_LABEL = re.compile(r"(?<=[.;])\s+(?=(?:\*\*)?[A-Z][\w ()/%#&'+-]{0,60}?(?:\*\*)?:\s)")
+_SENTENCE_END = re.compile(r"(?<=[^\s.][.!?])\s+(?=[A-Z])")
 _NOT_LABELS = frozenset({"http", "https", "ftp", "mailto", "note", "notes", "see", "source", "e.g", "i.e", "warning"})
 
 
@@ -115,7 +116,8 @@ def _facts_of_line(line: str) -> list[tuple[str, str, str]]:
             continue
         label, value = match["label"].strip(), match["value"].strip()
         value = re.sub(r"(?:\*\*|__)$", "", value).strip()
-        if value.endswith(".") and not re.search(r"\d\.$|\b[A-Z]\.$|\bin\.$", value):
+        value = _SENTENCE_END.split(value, maxsplit=1)[0]  # "2024-03-02. Parts for the truck." → the date
+        if value.endswith(".") and not re.search(r"\b[A-Z]\.$|\bin\.$", value):
             value = value[:-1].rstrip()
         words = label.split()
         if (

@@ -48,9 +48,7 @@ def _stems(text: str) -> set[str]:
 
 def needs_field(question: ParsedQuestion) -> bool:
     """Whether the question asks about a field's values (a comparison, an aggregate of a field, a lookup)."""
-    return bool(
-        question.numeric or question.aggregate not in (None, "count") or question.intent == "numeric_lookup"
-    )
+    return bool(question.numeric or question.aggregate not in (None, "count") or question.intent == "numeric_lookup")
 
 
 def resolve_labels(
