@@ -61,6 +61,12 @@ class Annotation(Contract):
     file: str | None = Field(default=None, max_length=4_000, description="The file it was loaded from.")
     extracted_by: Literal["rules", "llm"] = Field(default="rules", description="Who extracted it.")
 
+    def label_text(self) -> str:
+        """What the annotation is about, ``where — label; label``: the text its vector embeds."""
+        labels = "; ".join(value.label for value in self.values)
+        where = self.table or self.section
+        return f"{where} — {labels}" if where else labels
+
     def serialised(self) -> str:
         """``label: value; label: value`` — the text embedded so that "qty" finds "quantity"."""
         body = "; ".join(f"{value.label}: {value.text}" for value in self.values)

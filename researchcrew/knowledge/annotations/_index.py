@@ -2,8 +2,13 @@
 
 One row per annotation: its document collection (the partition key, filtered exactly as chunk searches are:
 ``knowledge/access.py``), source key, document and chunk ids, kind, the normalised labels (an ARRAY the label
-filter reads), the serialised ``label: value`` text and its embedding (so "qty" finds "quantity"), and the whole
-annotation with typed properties as JSON. One marker row per document (kind ``document``) records that its
+filter reads), the serialised ``label: value`` text, a vector, and the whole annotation with typed properties as
+JSON. The vector embeds what the annotation is *about* — its section or table and its labels ("Items — Item; Qty;
+Price") — so that "qty" finds "quantity"; values are matched by the typed filters, exactly. The rows of one table
+share that text, so it is embedded once per table, not once per row (which keeps ingest within a quarter of its
+time without annotations: ``benchmarks/structured.py``).
+
+One marker row per document (kind ``document``) records that its
 annotations are current for its ``doc_id`` and what the caps cut, so an unchanged document is not extracted again and
 a document indexed before annotations existed is annotated on its next ingest or reindex.
 
@@ -218,7 +223,7 @@ class AnnotationIndex:
             for number, annotation in enumerate(extraction.annotations):
                 labels = sorted({_clip_label(value.key) for value in annotation.values})
                 text = annotation.serialised()
-                texts.append(text)
+                texts.append(annotation.label_text())
                 rows.append(
                     {
                         schema.PK: f"{scope}:{annotation.chunk_id}:{number}",
@@ -265,11 +270,14 @@ class AnnotationIndex:
         }
 
     def _vectors(self, texts: list[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), _EMBED_BATCH):
-            batch = self.embedder.embed_documents(texts[start : start + _EMBED_BATCH])
-            vectors.extend(vector.tolist() for vector in batch)
-        return vectors
+        """One vector per text, each distinct text embedded once (the rows of a table share their labels)."""
+        distinct = list(dict.fromkeys(texts))
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(distinct), _EMBED_BATCH):
+            batch = distinct[start : start + _EMBED_BATCH]
+            for text, vector in zip(batch, self.embedder.embed_documents(batch), strict=True):
+                found[text] = vector.tolist()
+        return [found[text] for text in texts]
 
     def remove(self, *, source_keys: Sequence[str] = (), collection: str | None = None) -> int:
         """Delete the annotations (and markers) of these source keys; returns how many rows went."""

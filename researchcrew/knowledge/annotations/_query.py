@@ -43,7 +43,10 @@ _ITEM = re.compile(
 )
 _AGGREGATES: list[tuple[re.Pattern[str], AggregateOperation]] = [
     (re.compile(r"\b(?:average|mean|avg)\b", re.I), "mean"),
-    (re.compile(r"\b(?:total|sum|combined|altogether|in all)\b", re.I), "sum"),
+    (
+        re.compile(r"\b(?:sum|altogether|in total|total (?:of|spent|amount|cost|price|weight|power|value))\b", re.I),
+        "sum",
+    ),
     (re.compile(r"\b(?:how many|number of|count)\b", re.I), "count"),
     (re.compile(r"\b(?:maximum|max|highest|largest|biggest|most expensive|widest|longest|heaviest)\b", re.I), "max"),
     (
@@ -73,70 +76,41 @@ _ENUMERATION = re.compile(
 # Words that say how the question is asked or what kind of thing is counted, never a label or a subject to match.
 GENERIC_WORDS = frozenset(
     stem(word)
-    for word in [
-        "list",
-        "show",
-        "find",
-        "give",
-        "name",
-        "all",
-        "every",
-        "which",
-        "what",
-        "report",
-        "reports",
-        "reported",
-        "value",
-        "values",
-        "table",
-        "rows",
-        "row",
-        "document",
-        "documents",
-        "file",
-        "files",
-        "item",
-        "items",
-        "entry",
-        "entries",
-        "record",
-        "records",
-        "average",
-        "mean",
-        "total",
-        "sum",
-        "count",
-        "number",
-        "maximum",
-        "minimum",
-        "highest",
-        "lowest",
-        "largest",
-        "smallest",
-        "many",
-        "much",
-        "across",
-        "among",
-        "each",
-        "per",
-        "grouped",
-        "group",
-        "broken",
-        "down",
-        "contain",
-        "contains",
-        "containing",
-        "include",
-        "includes",
-        "including",
-        "mention",
-        "mentions",
-        "mentioning",
-        "any",
-        "way",
-        "there",
-    ]
+    for word in """list show find give name all every which what report reports reported value values table rows
+    row document documents file files item items entry entries record records average mean total sum count number
+    maximum minimum highest lowest largest smallest many much across among each per grouped group broken down
+    contain contains containing include includes including mention mentions mentioning any way there study studies
+    paper papers article articles publication publications""".split()  # noqa: SIM905 (a word list reads as text)
 )
+
+
+# Adjectives that name the field they compare ("narrower than 40 in" is about width).
+IMPLIED_LABELS = {
+    "narrow": "width",
+    "narrower": "width",
+    "wide": "width",
+    "wider": "width",
+    "widest": "width",
+    "narrowest": "width",
+    "tall": "height",
+    "taller": "height",
+    "tallest": "height",
+    "heavy": "weight",
+    "heavier": "weight",
+    "heaviest": "weight",
+    "light": "weight",
+    "lighter": "weight",
+    "lightest": "weight",
+    "long": "length",
+    "longer": "length",
+    "longest": "length",
+    "short": "length",
+    "shorter": "length",
+    "expensive": "price",
+    "cheap": "price",
+    "cheaper": "price",
+    "cheapest": "price",
+}
 
 
 @dataclass(frozen=True)
@@ -294,6 +268,7 @@ def parse_question(question: str) -> ParsedQuestion:
     for start, end in [*spans, *([date_span] if date_span else [])]:
         masked = masked[:start] + " " * (end - start) + masked[end:]
     words = [word for word in term_words(masked) if word not in QUERY_STOP_WORDS and not word[0].isdigit()]
+    words += [IMPLIED_LABELS[word] for word in term_words(question) if word in IMPLIED_LABELS]
     return ParsedQuestion(
         text=question,
         intent=intent,

@@ -185,10 +185,11 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     if question.group_by:
         used |= {stem(word) for word in term_words(question.group_by)}
     subject = {stem(word) for word in question.words} - used - GENERIC_WORDS
+    # The question's other words narrow the rows to what they name ("solar panels", "receipts"), unless nothing in
+    # the index mentions them at all: then they are not a subject the annotations know, and the condition is relaxed.
     if subject and candidates:
-        narrowed = [item for item in candidates if _subject_matches(subject, item)]
-        if narrowed:
-            candidates = narrowed
+        if any(_subject_matches(subject, item) for item in everything):
+            candidates = [item for item in candidates if _subject_matches(subject, item)]
         else:
             result.relaxed = True
             result.notes.append(f"no row mentions {', '.join(sorted(subject))}; that condition was relaxed")
