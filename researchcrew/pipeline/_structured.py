@@ -35,7 +35,6 @@ from researchcrew.contracts.tables import (
     TableRow,
 )
 from researchcrew.errors import KnowledgeBaseError
-from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.access import CollectionAccess, ImplicitAccess
 from researchcrew.knowledge.annotations import (
     AnnotationIndex,
@@ -45,6 +44,7 @@ from researchcrew.knowledge.annotations import (
     annotations_search,
     index_for,
     parse_question,
+    passage_evidence,
     resolve_labels,
     table_of,
 )
@@ -216,7 +216,7 @@ class AnnotationStage:
             key = (item.collection, item.annotation.chunk_id)
             if key not in citations:
                 citations[key] = len(citations) + 1
-                evidence.append(_evidence(result.passages[key], item.collection))
+                evidence.append(passage_evidence(result.passages[key], item.collection))
             numbered.append(row.model_copy(update={"citation": citations[key]}))
         aggregates = []
         if question.aggregate is not None:
@@ -258,28 +258,6 @@ def _group_key(
     labels, _ = resolve_labels(group, known, None)
     labels = [label for label in labels if label not in result.labels]
     return labels[0] if labels else None
-
-
-def _evidence(row: dict[str, Any], collection: str) -> ContextChunk:
-    metadata = row.get(schema.METADATA) or {}
-    return ContextChunk(
-        chunk_id=str(row[schema.CHUNK_ID]),
-        source_type="rag",
-        content=str(row[schema.TEXT]) or "(empty passage)",
-        semantic_relevance=1.0,
-        title=row.get(schema.TITLE) or None,
-        url=row.get(schema.URL) or None,
-        source_id=str(row.get(schema.DOC_ID) or "") or None,
-        source_date=schema.from_epoch(row.get(schema.DATE)),
-        metadata={
-            "source_key": row.get(schema.SOURCE_KEY),
-            "heading": row.get(schema.HEADING),
-            "collection": collection,
-            "page": metadata.get("page") if isinstance(metadata, dict) else None,
-            "structured": True,
-        },
-        tool_name="annotations_search",
-    )
 
 
 def _clip(text: str, limit: int = 1_000) -> str:

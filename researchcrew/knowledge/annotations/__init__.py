@@ -17,6 +17,7 @@ from researchcrew.knowledge.annotations._search import (
     annotations_aggregate,
     annotations_search,
     export_annotations_csv,
+    passage_evidence,
     resolve_labels,
     table_of,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "extract",
     "index_for",
     "parse_question",
+    "passage_evidence",
     "resolve_labels",
     "table_of",
     "typed_value",

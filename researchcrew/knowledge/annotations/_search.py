@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.tables import AggregateOperation, AggregateResult, TableColumn, TableRow
+from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.annotations._index import AnnotationIndex, StoredAnnotation
 from researchcrew.knowledge.annotations._query import GENERIC_WORDS, NumericFilter, ParsedQuestion
 from researchcrew.knowledge.annotations._values import TypedValue, unit_of
@@ -319,3 +321,26 @@ def export_annotations_csv(columns: Sequence[TableColumn], rows: Sequence[TableR
     header += ["source document", "location", "passage"]
     body = [[*row.values, row.document, row.location, row.chunk_id] for row in rows]
     return csv_table(header, body)
+
+
+def passage_evidence(row: dict[str, Any], collection: str) -> ContextChunk:
+    """The passage (a chunk row read back by ``AnnotationIndex.passages``) as evidence the answer cites."""
+    metadata = row.get(schema.METADATA) or {}
+    return ContextChunk(
+        chunk_id=str(row[schema.CHUNK_ID]),
+        source_type="rag",
+        content=str(row[schema.TEXT]) or "(empty passage)",
+        semantic_relevance=1.0,
+        title=row.get(schema.TITLE) or None,
+        url=row.get(schema.URL) or None,
+        source_id=str(row.get(schema.DOC_ID) or "") or None,
+        source_date=schema.from_epoch(row.get(schema.DATE)),
+        metadata={
+            "source_key": row.get(schema.SOURCE_KEY),
+            "heading": row.get(schema.HEADING),
+            "collection": collection,
+            "page": metadata.get("page") if isinstance(metadata, dict) else None,
+            "structured": True,
+        },
+        tool_name="annotations_search",
+    )
