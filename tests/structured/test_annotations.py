@@ -145,3 +145,12 @@ def test_stage_from_settings(module_kb: KnowledgeBase) -> None:
         update={"structured": module_kb.settings.structured.model_copy(update={"annotate": False})}
     )
     assert index_for(KnowledgeBase(off, embedder=module_kb.embedder)) is None
+
+
+def test_labels_matched_by_abbreviation_and_by_meaning(ingested: AnnotationIndex) -> None:
+    quantity = annotations_search(ingested, parse_question("items with a quantity above 3"), ["shared"])
+    assert quantity.labels == ["qty"]  # the column says "Qty"
+    assert sorted(item.annotation.values[0].text for item in quantity.matches) == ["All-season tires", "Printer paper"]
+    cost = annotations_search(ingested, parse_question("receipts listing items that cost above $60"), ["shared"])
+    assert cost.labels == ["price"] and any("by meaning" in note for note in cost.notes)
+    assert sorted(item.annotation.values[0].text for item in cost.matches) == ["All-season tires", "Toner"]

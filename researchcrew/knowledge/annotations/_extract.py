@@ -62,10 +62,9 @@ class Annotation(Contract):
     extracted_by: Literal["rules", "llm"] = Field(default="rules", description="Who extracted it.")
 
     def label_text(self) -> str:
-        """What the annotation is about, ``where — label; label``: the text its vector embeds."""
-        labels = "; ".join(value.label for value in self.values)
-        where = self.table or self.section
-        return f"{where} — {labels}" if where else labels
+        """What the annotation is about, ``label; label``: the text its vector embeds (the same for every row of a
+        table and every fact of one label, so a corpus has few of them to embed)."""
+        return "; ".join(value.label for value in self.values)
 
     def serialised(self) -> str:
         """``label: value; label: value`` — the text embedded so that "qty" finds "quantity"."""

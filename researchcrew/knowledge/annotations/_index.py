@@ -3,10 +3,10 @@
 One row per annotation: its document collection (the partition key, filtered exactly as chunk searches are:
 ``knowledge/access.py``), source key, document and chunk ids, kind, the normalised labels (an ARRAY the label
 filter reads), the serialised ``label: value`` text, a vector, and the whole annotation with typed properties as
-JSON. The vector embeds what the annotation is *about* — its section or table and its labels ("Items — Item; Qty;
-Price") — so that "qty" finds "quantity"; values are matched by the typed filters, exactly. The rows of one table
-share that text, so it is embedded once per table, not once per row (which keeps ingest within a quarter of its
-time without annotations: ``benchmarks/structured.py``).
+JSON. The vector embeds what the annotation is *about* — its labels ("Item;
+Qty; Price") — so that "qty" finds "quantity"; values are matched by the typed filters, exactly. Every row of a
+table and every fact of one label share that text, so it is embedded once per pass, not once per annotation (what
+keeps the ingest slow-down small: ``benchmarks/structured.py``).
 
 One marker row per document (kind ``document``) records that its
 annotations are current for its ``doc_id`` and what the caps cut, so an unchanged document is not extracted again and

@@ -28,6 +28,26 @@ from researchcrew.knowledge.annotations._values import TypedValue, unit_of
 from researchcrew.text.spreadsheet import csv_table
 from researchcrew.text.terms import QUERY_STOP_WORDS, stem, term_words
 
+# Abbreviations labels use, and the word a question uses for them ("qty" is what a receipt's column says for the
+# "quantity" a question asks about); the small embedding model does not bring these two together by itself.
+ABBREVIATIONS = {
+    "qty": "quantity",
+    "amt": "amount",
+    "wt": "weight",
+    "no": "number",
+    "num": "number",
+    "dim": "dimension",
+    "temp": "temperatur",
+    "desc": "description",
+    "yr": "year",
+    "pct": "percent",
+    "approx": "approximat",
+    "avg": "averag",
+    "ht": "height",
+    "len": "length",
+    "w": "width",
+    "h": "height",
+}
 LABEL_SIMILARITY = 0.6  # cosine of a question phrase and a label to count as the same field ("qty" ~ "quantity")
 MAX_COLUMNS = 12
 
@@ -59,15 +79,27 @@ def resolve_labels(
     """The known labels the question names, and how ("lexical", "embedding" or ""). Matching by meaning is tried
     only for a question that needs a field (pass ``index=None`` to match by words only)."""
     words = {stem(word) for word in question.words}
+    words |= {short for short, full in ABBREVIATIONS.items() if full in words}
     lexical = [key for key in known if (key_stems := _stems(key)) and key_stems <= words]
     maximal = [key for key in lexical if not any(_stems(key) < _stems(other) for other in lexical)]
-    if maximal:
-        return sorted(maximal), "lexical"
-    if index is None or not known or not needs_field(question):
-        return [], ""
+    # A label made only of words any question uses ("item", "number") is the field only when no other label is,
+    # by words or by meaning.
+    specific = [key for key in maximal if not _stems(key) <= GENERIC_WORDS]
+    if specific:
+        return sorted(specific), "lexical"
+    by_meaning = _by_meaning(question, known, index) if index is not None and needs_field(question) else []
+    if by_meaning:
+        return by_meaning, "embedding"
+    return sorted(maximal), "lexical" if maximal else ""
+
+
+def _by_meaning(question: ParsedQuestion, known: Sequence[str], index: AnnotationIndex) -> list[str]:
+    """The known labels nearest the question's phrases by embedding, at least ``LABEL_SIMILARITY`` (ties kept)."""
+    if not known:
+        return []
     phrases = _phrases([word for word in question.words if stem(word) not in GENERIC_WORDS])
     if not phrases:
-        return [], ""
+        return []
     vectors = index.label_vectors([*phrases, *known])
     similarities = vectors[: len(phrases)] @ vectors[len(phrases) :].T
     best: dict[str, float] = {}
@@ -76,9 +108,9 @@ def resolve_labels(
         if similarity >= LABEL_SIMILARITY:
             best[key] = similarity
     if not best:
-        return [], ""
+        return []
     top = max(best.values())
-    return sorted(key for key, score in best.items() if score >= top - 0.02), "embedding"
+    return sorted(key for key, score in best.items() if score >= top - 0.02)
 
 
 def _phrases(words: list[str]) -> list[str]:
