@@ -147,3 +147,11 @@ def test_llm_facts_are_kept_only_when_the_passage_holds_them(chunker: Chunker) -
     assert extractor.rejected == 2
     broken = LLMExtractor(FakeLLM(["not json at all"]))
     assert broken.add_to(extract(document, chunks), document, chunks).annotations == []
+
+
+def test_hostile_headings_and_headers_are_clipped_not_crashed(chunker: Chunker) -> None:
+    text = f"# {'H' * 3000}\n\n| {'C' * 450} | n |\n|---|---|\n| x | 1 |\n\n{'L' * 40}: value\n"
+    extraction = _annotations(Document(source_key="h.md", text=text, title="T" * 5000), chunker)
+    assert extraction.annotations
+    assert all(len(a.section or "") <= 500 and len(a.title or "") <= 2_000 for a in extraction.annotations)
+    assert all(len(v.label) <= 200 for a in extraction.annotations for v in a.values)

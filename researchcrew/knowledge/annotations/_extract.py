@@ -234,15 +234,20 @@ def extract(document: Document, chunks: Sequence[Chunk]) -> Extraction:
             Annotation(
                 kind=candidate.kind,
                 values=[typed_value(label, value) for label, value in kept],
-                table=candidate.table,
+                table=_clip(candidate.table, 500),
                 row=candidate.row,
-                section=candidate.section or passage.heading,
+                section=_clip(candidate.section or passage.heading, 500),
                 page=page if isinstance(page, int) and page >= 1 else None,
                 chunk_id=passage.chunk_id,
                 doc_id=passage.doc_id,
                 source_key=document.source_key,
-                title=document.title,
-                file=str(file) if file else None,
+                title=_clip(document.title, 2_000),
+                file=_clip(str(file), 4_000) if file else None,
             )
         )
     return result
+
+
+def _clip(text: str | None, limit: int) -> str | None:
+    """A heading, caption or title cut to what an annotation holds (a hostile file's 10,000-character heading)."""
+    return text if text is None or len(text) <= limit else text[: limit - 1] + "…"

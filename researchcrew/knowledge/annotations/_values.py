@@ -97,6 +97,8 @@ _DATE_LIKE = re.compile(
 _PLAIN_YEAR = re.compile(r"^(?:19|20)\d{2}$")
 _WORD = re.compile(r"[A-Za-z]+")
 _QUALIFIER_WORDS = frozenset({"about", "around", "approx", "approximately", "roughly", "circa", "ca", "n", "total"})
+MAX_LABEL_CHARS = 200
+MAX_VALUE_CHARS = 2_000
 MAX_RESIDUAL_WORDS = 2  # words besides the number a cell may have and still be that number ("1,204 participants")
 
 
@@ -153,8 +155,9 @@ def parse_number(text: str) -> Quantity | None:
 
 def typed_value(label: str, text: str) -> TypedValue:
     """``label`` and the value ``text`` as a typed property."""
-    value = text.strip()
-    key = normalise_label(label) or label.strip().lower()
+    value = text.strip()[:MAX_VALUE_CHARS]
+    label = label.strip()[:MAX_LABEL_CHARS] or "value"
+    key = (normalise_label(label) or label.lower())[:MAX_LABEL_CHARS]
     if _DATE_LIKE.match(value):
         parsed = parse_date(value)
         if parsed is not None:
