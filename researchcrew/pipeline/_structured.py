@@ -37,6 +37,8 @@ from researchcrew.contracts.tables import (
 from researchcrew.errors import KnowledgeBaseError
 from researchcrew.knowledge.access import CollectionAccess, ImplicitAccess
 from researchcrew.knowledge.annotations import (
+    GENERIC_WORDS,
+    IMPLIED_LABELS,
     AnnotationIndex,
     ParsedQuestion,
     SearchResult,
@@ -51,6 +53,7 @@ from researchcrew.knowledge.annotations import (
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.llm.fence import block
 from researchcrew.llm.replies import ReplyParseError, ask_for
+from researchcrew.text.terms import stem, term_words
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +79,25 @@ class Coverage:
     fields: bool
     healthy: bool = True
     problem: str = ""
+
+
+def unexplained_words(
+    question: ParsedQuestion,
+    known: dict[str, int],
+    labels: list[str],
+    index: AnnotationIndex,
+    collections: list[str],
+) -> set[str]:
+    """The question's content words that are no annotated field, item, document or generic word: a field the
+    annotations do not hold ("the inverter *efficiency* for each model"), so coverage is uncertain (hybrid)."""
+    words = {stem(word) for word in question.words} - GENERIC_WORDS
+    words -= {stem(word) for key in known for word in term_words(key)}
+    words -= {stem(word) for item in question.items for word in term_words(item)}
+    words -= {stem(word) for word in IMPLIED_LABELS}
+    words -= {stem(word) for label in labels for word in term_words(label)}
+    if words:
+        words -= index.subject_words(collections)
+    return words
 
 
 def rule_route(question: ParsedQuestion, coverage: Coverage) -> RouteDecision:
@@ -137,8 +159,10 @@ class AnnotationStage:
         count = self.index.count(collections)
         if not count:
             return Coverage(0, False)
-        labels, _ = resolve_labels(question, sorted(self.index.labels(collections)), self.index)
-        return Coverage(count, bool(labels or question.items or question.numeric or question.aggregate == "count"))
+        known = self.index.labels(collections)
+        labels, _ = resolve_labels(question, sorted(known), self.index)
+        asked = bool(labels or question.items or question.numeric or question.aggregate == "count")
+        return Coverage(count, asked and not unexplained_words(question, known, labels, self.index, collections))
 
     def _run(self, request: StructuredRequest, question: ParsedQuestion, collections: list[str]) -> StructuredOutcome:
         coverage = self._coverage(question, collections)

@@ -154,3 +154,10 @@ def test_labels_matched_by_abbreviation_and_by_meaning(ingested: AnnotationIndex
     cost = annotations_search(ingested, parse_question("receipts listing items that cost above $60"), ["shared"])
     assert cost.labels == ["price"] and any("by meaning" in note for note in cost.notes)
     assert sorted(item.annotation.values[0].text for item in cost.matches) == ["All-season tires", "Toner"]
+
+
+def test_a_field_no_document_annotates_takes_the_hybrid_route(ingested: AnnotationIndex) -> None:
+    outcome = _ask(AnnotationStage(ingested), "List the warranty of each panel model")
+    assert outcome.route.tried[0] == "hybrid" and "not annotated" in outcome.route.reason
+    # A question whose only condition names nothing annotated gets no rows, never every annotation.
+    assert annotations_search(ingested, parse_question("List the warranty terms"), ["shared"]).matches == []

@@ -67,6 +67,9 @@ class _NoIndex:
     def labels(self, collections: object) -> dict[str, int]:
         return {"width": 3}
 
+    def subject_words(self, collections: object) -> set[str]:
+        return {"panel"}
+
     def label_vectors(self, texts: object) -> object:
         raise AssertionError("not needed")
 

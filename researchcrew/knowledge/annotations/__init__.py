@@ -11,7 +11,14 @@ from __future__ import annotations
 from researchcrew.knowledge.annotations._extract import Annotation, Extraction, extract
 from researchcrew.knowledge.annotations._index import AnnotationIndex, AnnotationReport, StoredAnnotation, index_for
 from researchcrew.knowledge.annotations._llm import LLMExtractor
-from researchcrew.knowledge.annotations._query import DateRange, NumericFilter, ParsedQuestion, parse_question
+from researchcrew.knowledge.annotations._query import (
+    GENERIC_WORDS,
+    IMPLIED_LABELS,
+    DateRange,
+    NumericFilter,
+    ParsedQuestion,
+    parse_question,
+)
 from researchcrew.knowledge.annotations._search import (
     SearchResult,
     annotations_aggregate,
@@ -24,6 +31,8 @@ from researchcrew.knowledge.annotations._search import (
 from researchcrew.knowledge.annotations._values import TypedValue, typed_value
 
 __all__ = [
+    "GENERIC_WORDS",
+    "IMPLIED_LABELS",
     "Annotation",
     "AnnotationIndex",
     "AnnotationReport",

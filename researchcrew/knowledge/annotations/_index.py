@@ -358,6 +358,18 @@ class AnnotationIndex:
             notes.extend(f"{title}: {note}" for note in row[PROPERTIES].get("notes") or [])
         return notes
 
+    def subject_words(self, collections: Sequence[str]) -> set[str]:
+        """Stemmed words of the titles, sections and tables of the annotations in ``collections`` (what a question
+        may name to narrow them: "solar panels", "receipts")."""
+        from researchcrew.text.terms import stem, term_words
+
+        words: set[str] = set()
+        for item in self.read(collections):
+            annotation = item.annotation
+            for part in (annotation.title, annotation.section, annotation.table, annotation.file):
+                words |= {stem(word) for word in term_words(part or "")}
+        return words
+
     def label_vectors(self, texts: Sequence[str]) -> Any:
         """Embeddings of labels and question phrases, one row each (cached: a knowledge base's labels are few and
         asked about often; the missing ones are embedded in one call)."""

@@ -80,7 +80,7 @@ GENERIC_WORDS = frozenset(
     row document documents file files item items entry entries record records average mean total sum count number
     maximum minimum highest lowest largest smallest many much across among each per grouped group broken down
     contain contains containing include includes including mention mentions mentioning any way there study studies
-    paper papers article articles publication publications""".split()  # noqa: SIM905 (a word list reads as text)
+    paper papers article articles publication publications product products thing things anything""".split()  # noqa: SIM905 (a word list reads as text)
 )
 
 

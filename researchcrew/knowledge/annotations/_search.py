@@ -221,9 +221,14 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     subject = {stem(word) for word in question.words} - used - GENERIC_WORDS
     # The question's other words narrow the rows to what they name ("solar panels", "receipts"), unless nothing in
     # the index mentions them at all: then they are not a subject the annotations know, and the condition is relaxed.
+    constrained = bool(labels or question.items or question.numeric or question.dates)
+    if not constrained and not subject:
+        return result  # nothing in the question picks any annotation out
     if subject and candidates:
         if any(_subject_matches(subject, item) for item in everything):
             candidates = [item for item in candidates if _subject_matches(subject, item)]
+        elif not constrained:
+            return result  # the only condition names nothing the annotations know: no rows, not every row
         else:
             result.relaxed = True
             result.notes.append(f"no row mentions {', '.join(sorted(subject))}; that condition was relaxed")
