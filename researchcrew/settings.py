@@ -761,6 +761,22 @@ class ClarificationSettings(_Group):
     )
 
 
+class StructuredSettings(_Group):
+    """Structured evidence (seed 004, issue 22): annotations (facts and table rows) extracted at ingest, and the
+    structured stage that routes a question and answers it with a table of cited rows."""
+
+    annotate: bool = Field(
+        default=True, description="Extract annotations (facts, table rows) when documents are ingested."
+    )
+    llm_extraction: bool = Field(
+        default=False,
+        description="Also ask the configured LLM for each passage's facts (validated: values must be in the passage).",
+    )
+    llm_routing: bool = Field(default=True, description="With an LLM configured, let it choose the route (rules else).")
+    route_timeout_s: float = Field(default=5.0, gt=0, le=60, description="Timeout for the route prompt.")
+    page_size: int = Field(default=10, ge=1, le=1_000, description="Rows shown in an answer; the rest are paged.")
+
+
 class DeepResearchSettings(_Group):
     """Deep research (issue 14): plan, research, follow references, report, quality check."""
 
@@ -941,6 +957,9 @@ class Settings(BaseSettings):
         default_factory=ClarificationSettings, description="Clarifying questions in quick answers."
     )
     deep: DeepResearchSettings = Field(default_factory=DeepResearchSettings, description="Deep research runs.")
+    structured: StructuredSettings = Field(
+        default_factory=StructuredSettings, description="Annotations and structured answers (seed 004)."
+    )
     documents: DocumentsSettings = Field(
         default_factory=DocumentsSettings, description="Documents uploaded over HTTP: sizes and per-user limits."
     )

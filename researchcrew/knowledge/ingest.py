@@ -82,6 +82,11 @@ class IngestReport(Contract):
     documents_removed: int = Field(default=0, ge=0, description="Documents gone from their file, removed.")
     chunks_added: int = Field(default=0, ge=0, description="Chunks embedded and written.")
     chunks_removed: int = Field(default=0, ge=0, description="Chunks deleted with removed documents.")
+    annotations_added: int = Field(default=0, ge=0, description="Facts and table rows extracted (issue 22).")
+    annotation_seconds: float = Field(default=0.0, ge=0, description="Part of the wall time spent on annotations.")
+    annotation_notes: list[str] = Field(
+        default_factory=list, description="What the annotation caps cut (rows, columns, cells), per document."
+    )
     errors: list[IngestIssue] = Field(default_factory=list, description="What could not be ingested, and why.")
     aborted: str | None = Field(default=None, description="Why the ingest stopped early (store or model failure).")
     seconds: float = Field(default=0.0, ge=0, description="Wall time of the whole ingest.")
@@ -150,6 +155,7 @@ def ingest_paths(
     known_keys = sorted(index)
 
     pending: list[Document] = []
+    unchanged: list[Document] = []  # annotated when their annotations are missing (made before annotations existed)
     stale: list[str] = []
     for path in _reading(found.files, progress):
         result = load_file(path, field_map=mapping)
@@ -163,6 +169,7 @@ def ingest_paths(
             present.add(document.source_key)
             if index.get(document.source_key) == document.doc_id:
                 report.documents_unchanged += 1
+                unchanged.append(document)
             else:
                 pending.append(document)
         if remove_missing and result.complete:
@@ -171,6 +178,7 @@ def ingest_paths(
     if pending:
         report.setup_seconds += _load_model(kb)
     _add(kb, pending, report, batch_size=batch_size, progress=progress, collection=collection)
+    _annotate(kb, pending, unchanged, stale, report, collection=collection)
     if stale and report.aborted is None:
         try:
             report.chunks_removed = kb.remove(source_keys=stale, collection=collection)
@@ -242,6 +250,39 @@ def _load_model(kb: KnowledgeBaseLike) -> float:
     except ModelUnavailableError:
         return 0.0  # reported by the first add, where the ingest stops with the reason
     return time.perf_counter() - started
+
+
+def _annotate(
+    kb: KnowledgeBaseLike,
+    written: list[Document],
+    unchanged: list[Document],
+    stale: list[str],
+    report: IngestReport,
+    *,
+    collection: str,
+) -> None:
+    """Annotations (issue 22) in the same pass: derived for the documents written, and for unchanged ones that have
+    none yet; removed for documents gone from their files. A failure here is reported and never undoes the chunks."""
+    from researchcrew.knowledge.annotations import index_for
+
+    annotations = index_for(kb)
+    if annotations is None or report.aborted is not None:
+        return
+    started = time.perf_counter()
+    try:
+        for documents, only_missing in ((written, False), (unchanged, True)):
+            for start in range(0, len(documents), DEFAULT_BATCH_SIZE):
+                done = annotations.annotate(
+                    documents[start : start + DEFAULT_BATCH_SIZE], collection=collection, only_missing=only_missing
+                )
+                report.annotations_added += done.annotations
+                report.annotation_notes.extend(done.notes[: 100 - len(report.annotation_notes)])
+        if stale:
+            annotations.remove(source_keys=stale, collection=collection)
+    except (KnowledgeBaseError, ModelUnavailableError) as error:
+        report.errors.append(IngestIssue(file="(annotations)", reason=f"annotations not stored: {error}"))
+        logger.error("annotations not stored: %s", error)
+    report.annotation_seconds = time.perf_counter() - started
 
 
 def _add(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from researchcrew.pipeline.evaluate._quantities import Quantity, find_quantities, parse_quantity, relative_gap
+from researchcrew.text.quantities import Quantity, find_quantities, parse_quantity, relative_gap
 from researchcrew.text.sentences import split_sentences
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from researchcrew.knowledge.loaders._base import IngestIssue, LoaderError, LoadResult, looks_binary
+from researchcrew.knowledge.loaders._csv import load_csv
 from researchcrew.knowledge.loaders._html import load_html
 from researchcrew.knowledge.loaders._jsonl import FieldMapError, load_jsonl, parse_field_map
 from researchcrew.knowledge.loaders._markdown import load_markdown, load_text
@@ -50,6 +51,8 @@ FORMATS: dict[str, str] = {
     ".xhtml": "html",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".tsv": "csv",
 }
 _GLOB_CHARS = frozenset("*?[")
 
@@ -211,6 +214,8 @@ def load_file(path: Path, *, field_map: Mapping[str, str] | None = None) -> Load
             return load_pdf(path)
         if kind == "html":
             return load_html(path)
+        if kind == "csv":
+            return load_csv(path)
         return load_jsonl(path, field_map)
     except LoaderError as error:
         return LoadResult(issues=[IngestIssue(file=str(path), reason=str(error))], complete=False)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.evaluator import ContradictionRecord
-from researchcrew.pipeline.evaluate._quantities import find_quantities, relative_gap
+from researchcrew.text.quantities import find_quantities, relative_gap
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import QUERY_STOP_WORDS
 
@@ -108,7 +108,7 @@ def _numbers_differ(left: list[str], right: list[str], tolerance: float) -> tupl
             continue
         if qa[0] != qb[0]:
             return a, b  # "20 ms" vs "20 GB": not the same thing said twice
-        from researchcrew.pipeline.evaluate._quantities import Quantity
+        from researchcrew.text.quantities import Quantity
 
         gap = relative_gap(Quantity(qa[1], qa[0], qa[1], qa[2], 0, 0, a), Quantity(qb[1], qb[0], qb[1], qb[2], 0, 0, b))
         if gap > tolerance:

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from researchcrew.contracts.chunks import ContextChunk, is_evidence
 from researchcrew.contracts.evaluator import ContradictionRecord
-from researchcrew.pipeline.evaluate._quantities import Quantity, find_quantities, relative_gap
+from researchcrew.text.quantities import Quantity, find_quantities, relative_gap
 from researchcrew.text.sentences import split_sentences
 from researchcrew.text.terms import claim_words, content_words, stem, token_info
 

@@ -1,5 +1,9 @@
 """Numbers with units in prose: "92%", "1.5 million", "20 ms", "$3B", "more than 50 GB", "10–20 s".
 
+Shared by the evaluator (numeric contradictions) and the knowledge base's annotations (typed values of facts and
+table cells, issue 22). Annotation values are short cells ("1.15 m", "45 in"), where a unit that would be ambiguous
+in prose is not: they pass ``units=`` with more units (``Units.extended``) than the prose default.
+
 The numeric contradiction check needs values it can compare, so every quantity is normalised to a dimension and
 a base unit: 20 ms → (time, 0.02 s), 1.5M → (number, 1 500 000), 92 percent → (percent, 92), 3× → (ratio, 3).
 Qualifiers become intervals: "more than 50" is [50, ∞), "about 50" is 50 ± 10 %, "10–20" is [10, 20].
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 APPROX_SLACK = 0.1  # "about 50" covers 45..55
@@ -205,8 +210,26 @@ def _singular(word: str) -> str:
     return lower[:-1] if lower.endswith("s") and len(lower) > 3 and not lower.endswith("ss") else lower
 
 
-def _unit(token: str) -> tuple[str, float] | None:
-    return _SYMBOLS.get(token) or _WORDS.get(_singular(token))
+@dataclass(frozen=True)
+class Units:
+    """The unit tables a parse uses: symbols matched case-sensitively, words case-insensitively (singular)."""
+
+    symbols: Mapping[str, tuple[str, float]]
+    words: Mapping[str, tuple[str, float]]
+
+    def extended(
+        self, symbols: Mapping[str, tuple[str, float]], words: Mapping[str, tuple[str, float]] | None = None
+    ) -> Units:
+        """These units and more (the new ones win on a clash)."""
+        return Units({**self.symbols, **symbols}, {**self.words, **(words or {})})
+
+
+PROSE_UNITS = Units(_SYMBOLS, _WORDS)
+"""The units of prose: what the evaluator compares. ``m`` is not one ("5m" is as often five million)."""
+
+
+def _unit(token: str, units: Units = PROSE_UNITS) -> tuple[str, float] | None:
+    return units.symbols.get(token) or units.words.get(_singular(token)) or units.words.get(token.lower())
 
 
 def _number_value(match: re.Match[str]) -> float | None:
@@ -231,13 +254,13 @@ def _per(text: str, token: str, end: int, unit: tuple[str, float] | None) -> tup
     return (f"{numerator}/{_DENOMINATORS.get(denominator, denominator)}", factor), per.end()
 
 
-def _read_suffix(text: str, pos: int) -> tuple[float, tuple[str, float] | None, int] | None:
+def _read_suffix(text: str, pos: int, units: Units = PROSE_UNITS) -> tuple[float, tuple[str, float] | None, int] | None:
     """Scale and unit after a number: (scale, unit or None, end). None: the number is part of an identifier."""
     scale = 1.0
     attached = _ATTACHED.match(text, pos)
     if attached:
         token = attached.group()
-        unit = _unit(token)
+        unit = _unit(token, units)
         if rate := _per(text, token, attached.end(), unit):
             return scale, rate[0], rate[1]
         if unit:
@@ -258,7 +281,7 @@ def _read_suffix(text: str, pos: int) -> tuple[float, tuple[str, float] | None, 
         if following and (key := (word.lower(), _singular(following.group(1)))) in _TWO_WORD:
             return scale, _TWO_WORD[key], following.end()
         # A lone spaced "x" is usually multiplication ("3 x 3 kernel"), a spaced capital letter a label.
-        unit = _unit(word) if word != "x" else None
+        unit = _unit(word, units) if word != "x" else None
         if rate := _per(text, word, spaced.end(), unit):
             return scale, rate[0], rate[1]
         if unit:
@@ -315,7 +338,7 @@ def _interval(base: float, qualifier: str) -> tuple[float, float]:
     return base, base
 
 
-def find_quantities(text: str) -> list[Quantity]:
+def find_quantities(text: str, *, units: Units = PROSE_UNITS) -> list[Quantity]:
     """All quantities in ``text`` (one sentence is the intended unit), in order of appearance."""
     text = _CITATION.sub(lambda m: " " * len(m.group()), text)  # keep offsets stable for callers
     found: list[Quantity] = []
@@ -331,7 +354,7 @@ def find_quantities(text: str) -> list[Quantity]:
         qualifier = text[max(0, q_start - 24) : q_start].lower()
         if _DELTA.search(qualifier):
             continue  # "improved by 5%" is a change, not a level
-        suffix = _read_suffix(text, end)
+        suffix = _read_suffix(text, end, units)
         if suffix is None:
             continue
         scale, unit, stop = suffix
@@ -341,7 +364,7 @@ def find_quantities(text: str) -> list[Quantity]:
             pos = second.end()
             if _is_year(match, value) or re.match(r"[-/.]\d", text[second.end() : second.end() + 2]):
                 continue  # 2019–2021, 2020-05-01, 10-12-2020: year spans and dates
-            second_suffix = _read_suffix(text, second.end())
+            second_suffix = _read_suffix(text, second.end(), units)
             if second_suffix is not None:
                 scale_b, unit_b, stop = second_suffix
                 unit, scale = unit or unit_b, scale if scale != 1.0 else scale_b
@@ -361,9 +384,9 @@ def find_quantities(text: str) -> list[Quantity]:
     return found
 
 
-def parse_quantity(text: str) -> Quantity | None:
+def parse_quantity(text: str, *, units: Units = PROSE_UNITS) -> Quantity | None:
     """The first quantity in ``text``, or None."""
-    quantities = find_quantities(text)
+    quantities = find_quantities(text, units=units)
     return quantities[0] if quantities else None
 
 

@@ -1,0 +1,458 @@
+"""The annotations' Milvus collection, beside the chunks' (``<chunks collection>_annotations``, same Milvus).
+
+One row per annotation: its document collection (the partition key, filtered exactly as chunk searches are:
+``knowledge/access.py``), source key, document and chunk ids, kind, the normalised labels (an ARRAY the label
+filter reads), the serialised ``label: value`` text, a vector, and the whole annotation with typed properties as
+JSON. The vector embeds what the annotation is *about* — its labels ("Item;
+Qty; Price") — so that "qty" finds "quantity"; values are matched by the typed filters, exactly. Every row of a
+table and every fact of one label share that text, so it is embedded once per pass, not once per annotation (what
+keeps the ingest slow-down small: ``benchmarks/structured.py``).
+
+One marker row per document (kind ``document``) records that its
+annotations are current for its ``doc_id`` and what the caps cut, so an unchanged document is not extracted again and
+a document indexed before annotations existed is annotated on its next ingest or reindex.
+
+A document's rows are replaced as a whole when its content changes (or it is annotated again) and removed
+with it. The same client as the chunks is used (Milvus Lite is one process per file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from researchcrew.contracts._base import Contract
+from researchcrew.knowledge import _schema as schema
+from researchcrew.knowledge.annotations._extract import Annotation, Extraction, extract
+
+if TYPE_CHECKING:
+    from researchcrew.embedding.embedder import Embedder
+    from researchcrew.knowledge._chunking import Chunker
+    from researchcrew.knowledge._store import CollectionStore
+    from researchcrew.knowledge.annotations._llm import LLMExtractor
+    from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.knowledge.documents import Chunk, Document
+
+logger = logging.getLogger(__name__)
+
+SUFFIX = "_annotations"
+KIND = "kind"
+LABELS = "labels"
+PROPERTIES = "properties"
+DOCUMENT_MARKER = "document"
+MAX_LABELS = 64
+_LABEL_BYTES = 200
+_WRITE_ROWS = 512
+_EMBED_BATCH = 256
+_KEYS_PER_QUERY = 1024
+_FIELDS = [schema.PK, schema.COLLECTION, schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_ID, KIND, PROPERTIES]
+
+
+class AnnotationReport(Contract):
+    """What one annotation pass did."""
+
+    documents: int = Field(default=0, ge=0, description="Documents whose annotations were (re)derived.")
+    annotations: int = Field(default=0, ge=0, description="Annotations written.")
+    dropped: int = Field(default=0, ge=0, description="Values left out: not found verbatim in a passage.")
+    notes: list[str] = Field(default_factory=list, description="What caps cut, per document.")
+    seconds: float = Field(default=0.0, ge=0, description="Wall time.")
+
+
+@dataclass
+class StoredAnnotation:
+    """An annotation read back, with the document collection it is in and, for a vector search, its score."""
+
+    annotation: Annotation
+    collection: str
+    score: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _document_scope(collection: str, source_key: str) -> str:
+    return hashlib.sha256(f"{collection}\n{source_key}".encode()).hexdigest()[:16]
+
+
+class AnnotationIndex:
+    """Annotations of a knowledge base's documents, in a Milvus collection of their own (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: CollectionStore,
+        embedder: Callable[[], Embedder],
+        chunker: Callable[[], Chunker],
+        *,
+        extractor: LLMExtractor | None = None,
+    ) -> None:
+        self.store = store
+        self.name = f"{store.collection}{SUFFIX}"
+        self._embedder = embedder
+        self._chunker = chunker
+        self.extractor = extractor
+        self._ready = False
+        self._lock = threading.Lock()
+        self._label_vectors: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, kb: KnowledgeBase, *, extractor: LLMExtractor | None = None) -> AnnotationIndex:
+        """The annotation index beside ``kb``'s chunks (shares its Milvus client, embedder and chunker)."""
+        return cls(kb.store, lambda: kb.embedder, lambda: kb.chunker, extractor=extractor)
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder()
+
+    # Collection ------------------------------------------------------------------------------------------------
+    def _ensure(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            dimension = self.embedder.dimension
+            lite = self.store.lite
+
+            def create(client: Any, *, timeout: float) -> None:
+                if client.has_collection(self.name, timeout=timeout):
+                    client.load_collection(self.name, timeout=timeout)
+                    return
+                from pymilvus import DataType, MilvusClient
+
+                built = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+                built.add_field(schema.PK, DataType.VARCHAR, is_primary=True, max_length=256)
+                built.add_field(schema.COLLECTION, DataType.VARCHAR, max_length=1024, is_partition_key=True)
+                built.add_field(schema.SOURCE_KEY, DataType.VARCHAR, max_length=8192)
+                built.add_field(schema.DOC_ID, DataType.VARCHAR, max_length=64)
+                built.add_field(schema.CHUNK_ID, DataType.VARCHAR, max_length=128)
+                built.add_field(KIND, DataType.VARCHAR, max_length=16)
+                built.add_field(
+                    LABELS,
+                    DataType.ARRAY,
+                    element_type=DataType.VARCHAR,
+                    max_capacity=MAX_LABELS,
+                    max_length=_LABEL_BYTES,
+                )
+                built.add_field(schema.TEXT, DataType.VARCHAR, max_length=65535)
+                built.add_field(PROPERTIES, DataType.JSON)
+                built.add_field(schema.DENSE, DataType.FLOAT_VECTOR, dim=dimension)
+                params = client.prepare_index_params()
+                if lite:
+                    params.add_index(field_name=schema.DENSE, index_type="FLAT", metric_type="COSINE")
+                else:
+                    params.add_index(
+                        field_name=schema.DENSE,
+                        index_type="HNSW",
+                        metric_type="COSINE",
+                        params={"M": 16, "efConstruction": 200},
+                    )
+                    for name in (schema.SOURCE_KEY, schema.DOC_ID, KIND, LABELS):
+                        params.add_index(field_name=name, index_type="INVERTED")
+                client.create_collection(
+                    self.name, schema=built, index_params=params, consistency_level="Strong", timeout=timeout
+                )
+                client.load_collection(self.name, timeout=timeout)
+
+            self.store.call("open annotations", create)
+            self._ready = True
+
+    def _query(self, expression: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+        self._ensure()
+        base = expression or f'{schema.PK} != ""'
+        return list(
+            self.store.call(
+                "query annotations",
+                lambda c, **kw: c.query(self.name, filter=base, output_fields=list(fields), **kw),
+            )
+        )
+
+    def _delete(self, expression: str) -> None:
+        self._ensure()
+        self.store.call("delete annotations", lambda c, **kw: c.delete(self.name, filter=expression, **kw))
+
+    def _insert(self, rows: list[dict[str, Any]]) -> None:
+        self._ensure()
+        for start in range(0, len(rows), _WRITE_ROWS):
+            batch = rows[start : start + _WRITE_ROWS]
+            self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+
+    # Writing ---------------------------------------------------------------------------------------------------
+    def current(self, source_keys: Sequence[str], collection: str) -> dict[str, str]:
+        """source key → the doc_id its annotations were derived from (documents with a marker row)."""
+        found: dict[str, str] = {}
+        for start in range(0, len(source_keys), _KEYS_PER_QUERY):
+            keys = source_keys[start : start + _KEYS_PER_QUERY]
+            expression = (
+                f"{schema.COLLECTION} == {schema.quote(collection)} and {KIND} == {schema.quote(DOCUMENT_MARKER)} "
+                f"and {schema.SOURCE_KEY} in [{', '.join(schema.quote(key) for key in keys)}]"
+            )
+            for row in self._query(expression, [schema.SOURCE_KEY, schema.DOC_ID]):
+                found[row[schema.SOURCE_KEY]] = row[schema.DOC_ID]
+        return found
+
+    def annotate(
+        self, documents: Sequence[Document], *, collection: str = schema.SHARED, only_missing: bool = False
+    ) -> AnnotationReport:
+        """Derive and store the annotations of ``documents`` in ``collection``, replacing what their keys held.
+        ``only_missing``: skip documents whose annotations are current for their content already."""
+        started = time.perf_counter()
+        report = AnnotationReport()
+        if not documents:
+            return report
+        latest = {document.source_key: document for document in documents}
+        if only_missing:
+            held = self.current(list(latest), collection)
+            latest = {key: doc for key, doc in latest.items() if held.get(key) != doc.doc_id}
+        rows: list[dict[str, Any]] = []
+        markers: list[dict[str, Any]] = []
+        texts: list[str] = []
+        chunker = self._chunker()
+        for document in latest.values():
+            chunks = chunker.chunk(document)
+            extraction = self._extract(document, chunks)
+            report.documents += 1
+            report.dropped += extraction.dropped
+            notes = [*_loader_notes(document), *extraction.notes]
+            report.notes.extend(f"{document.title or document.source_key}: {note}" for note in notes)
+            scope = _document_scope(collection, document.source_key)
+            for number, annotation in enumerate(extraction.annotations):
+                labels = sorted({_clip_label(value.key) for value in annotation.values})
+                text = annotation.serialised()
+                texts.append(annotation.label_text())
+                rows.append(
+                    {
+                        schema.PK: f"{scope}:{annotation.chunk_id}:{number}",
+                        schema.COLLECTION: collection,
+                        schema.SOURCE_KEY: document.source_key,
+                        schema.DOC_ID: document.doc_id,
+                        schema.CHUNK_ID: annotation.chunk_id,
+                        KIND: annotation.kind,
+                        LABELS: labels[:MAX_LABELS],
+                        schema.TEXT: schema.clip(schema.TEXT, text),
+                        PROPERTIES: annotation.model_dump(mode="json"),
+                    }
+                )
+            report.annotations += len(extraction.annotations)
+            markers.append(self._marker(document, collection, scope, notes, len(extraction.annotations)))
+        for row, vector in zip(rows, self._vectors(texts), strict=True):
+            row[schema.DENSE] = vector
+        # What the keys held goes first; the markers come last, so a pass cut off part-way leaves documents without
+        # a marker, which the next ingest annotates again (``only_missing``).
+        self.remove(source_keys=list(latest), collection=collection)
+        self._insert(rows + markers)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _extract(self, document: Document, chunks: Sequence[Chunk]) -> Extraction:
+        extraction = extract(document, chunks)
+        if self.extractor is not None:
+            extraction = self.extractor.add_to(extraction, document, chunks)
+        return extraction
+
+    def _marker(self, document: Document, collection: str, scope: str, notes: list[str], count: int) -> dict[str, Any]:
+        dimension = self.embedder.dimension
+        return {
+            schema.PK: f"{scope}:{document.doc_id}:document",
+            schema.COLLECTION: collection,
+            schema.SOURCE_KEY: document.source_key,
+            schema.DOC_ID: document.doc_id,
+            schema.CHUNK_ID: "",
+            KIND: DOCUMENT_MARKER,
+            LABELS: [],
+            schema.TEXT: schema.clip(schema.TEXT, document.title or ""),
+            PROPERTIES: {"notes": notes[:50], "annotations": count, "title": document.title},
+            schema.DENSE: [1.0] + [0.0] * (dimension - 1),  # never searched (markers are filtered out)
+        }
+
+    def _vectors(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, each distinct text embedded once (the rows of a table share their labels)."""
+        distinct = list(dict.fromkeys(texts))
+        found: dict[str, list[float]] = {}
+        for start in range(0, len(distinct), _EMBED_BATCH):
+            batch = distinct[start : start + _EMBED_BATCH]
+            for text, vector in zip(batch, self.embedder.embed_documents(batch), strict=True):
+                found[text] = vector.tolist()
+        return [found[text] for text in texts]
+
+    def remove(self, *, source_keys: Sequence[str] = (), collection: str | None = None) -> int:
+        """Delete the annotations (and markers) of these source keys; returns how many rows went."""
+        removed = 0
+        for start in range(0, len(source_keys), _KEYS_PER_QUERY):
+            keys = source_keys[start : start + _KEYS_PER_QUERY]
+            expression = f"{schema.SOURCE_KEY} in [{', '.join(schema.quote(key) for key in keys)}]"
+            if collection is not None:
+                expression = f"{schema.COLLECTION} == {schema.quote(collection)} and {expression}"
+            removed += len(self._query(expression, [schema.PK]))
+            self._delete(expression)
+        return removed
+
+    # Reading ---------------------------------------------------------------------------------------------------
+    def read(
+        self, collections: Sequence[str], *, labels: Sequence[str] | None = None, limit: int = 100_000
+    ) -> list[StoredAnnotation]:
+        """Annotations in ``collections`` (an empty list: none), those with one of ``labels`` when given."""
+        if not collections:
+            return []
+        expression = self._scope(collections)
+        if labels is not None:
+            if not labels:
+                return []
+            expression += f" and array_contains_any({LABELS}, [{', '.join(schema.quote(k) for k in labels)}])"
+        rows = self._query(expression, _FIELDS)[:limit]
+        return [_stored(row) for row in rows]
+
+    def labels(self, collections: Sequence[str]) -> dict[str, int]:
+        """Every normalised label in ``collections`` and how many annotations carry it."""
+        if not collections:
+            return {}
+        counts: dict[str, int] = {}
+        for row in self._query(self._scope(collections), [LABELS]):
+            for label in row.get(LABELS) or []:
+                counts[label] = counts.get(label, 0) + 1
+        return counts
+
+    def search(self, vector: Sequence[float], collections: Sequence[str], *, limit: int = 50) -> list[StoredAnnotation]:
+        """Annotations whose serialised text is nearest ``vector`` (cosine), in ``collections``."""
+        if not collections:
+            return []
+        self._ensure()
+        params = schema.dense_search_params(lite=self.store.lite, limit=limit)
+        result = self.store.call(
+            "search annotations",
+            lambda c, **kw: c.search(
+                self.name,
+                data=[list(vector)],
+                anns_field=schema.DENSE,
+                limit=limit,
+                filter=self._scope(collections),
+                output_fields=_FIELDS,
+                search_params=params,
+                **kw,
+            ),
+        )
+        hits = list(result[0]) if result else []
+        found: list[StoredAnnotation] = []
+        for hit in hits:
+            entity = hit.get("entity", hit)
+            stored = _stored(entity)
+            stored.score = float(hit["distance"])
+            found.append(stored)
+        return found
+
+    def notes(self, collections: Sequence[str]) -> list[str]:
+        """What caps cut in the documents of ``collections`` (from their marker rows)."""
+        if not collections:
+            return []
+        expression = (
+            f"{schema.COLLECTION} in [{', '.join(schema.quote(c) for c in sorted(set(collections)))}] and "
+            f"{KIND} == {schema.quote(DOCUMENT_MARKER)}"
+        )
+        notes: list[str] = []
+        for row in self._query(expression, [PROPERTIES]):
+            title = row[PROPERTIES].get("title") or "a document"
+            notes.extend(f"{title}: {note}" for note in row[PROPERTIES].get("notes") or [])
+        return notes
+
+    def subject_words(self, collections: Sequence[str]) -> set[str]:
+        """Stemmed words of the titles, sections and tables of the annotations in ``collections`` (what a question
+        may name to narrow them: "solar panels", "receipts")."""
+        from researchcrew.text.terms import stem, term_words
+
+        words: set[str] = set()
+        for item in self.read(collections):
+            annotation = item.annotation
+            for part in (annotation.title, annotation.section, annotation.table, annotation.file):
+                words |= {stem(word) for word in term_words(part or "")}
+        return words
+
+    def label_vectors(self, texts: Sequence[str]) -> Any:
+        """Embeddings of labels and question phrases, one row each (cached: a knowledge base's labels are few and
+        asked about often; the missing ones are embedded in one call)."""
+        missing = [text for text in dict.fromkeys(texts) if text not in self._label_vectors]
+        if missing:
+            if len(self._label_vectors) > 50_000:
+                self._label_vectors.clear()
+            for text, vector in zip(missing, self.embedder.embed_documents(missing), strict=True):
+                self._label_vectors[text] = vector
+        import numpy as np
+
+        return np.stack([self._label_vectors[text] for text in texts])
+
+    def passages(self, chunk_ids: Sequence[str], collections: Sequence[str]) -> dict[tuple[str, str], dict[str, Any]]:
+        """(collection, chunk id) → the chunk's row, for chunks that still exist in ``collections``: an annotation
+        whose passage is gone (its document was removed) is never shown."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        ids = sorted(set(chunk_ids))
+        if not ids or not collections:
+            return found
+        fields = [schema.CHUNK_ID, schema.TITLE, schema.TEXT, schema.SOURCE_KEY, schema.DOC_ID, schema.URL]
+        fields += [schema.HEADING, schema.DATE, schema.METADATA]
+        has_collections = self.store.has_collections
+        if has_collections:
+            fields.append(schema.COLLECTION)
+        for start in range(0, len(ids), _KEYS_PER_QUERY):
+            batch = ids[start : start + _KEYS_PER_QUERY]
+            expression = f"{schema.CHUNK_ID} in [{', '.join(schema.quote(i) for i in batch)}]"
+            if has_collections:
+                scope = ", ".join(schema.quote(c) for c in sorted(set(collections)))
+                expression = f"{schema.COLLECTION} in [{scope}] and {expression}"
+            elif schema.SHARED not in collections:
+                continue
+            for row in self.store.rows(expression, fields):
+                found[(str(row.get(schema.COLLECTION, schema.SHARED)), str(row[schema.CHUNK_ID]))] = row
+        return found
+
+    def _scope(self, collections: Sequence[str]) -> str:
+        return (
+            f"{schema.COLLECTION} in [{', '.join(schema.quote(c) for c in sorted(set(collections)))}] and "
+            f"{KIND} != {schema.quote(DOCUMENT_MARKER)}"
+        )
+
+    def count(self, collections: Sequence[str]) -> int:
+        """How many annotations ``collections`` hold (the coverage the route rules weigh)."""
+        if not collections:
+            return 0
+        self._ensure()
+        rows = self.store.call(
+            "count annotations",
+            lambda c, **kw: c.query(self.name, filter=self._scope(collections), output_fields=["count(*)"], **kw),
+        )
+        return int(rows[0]["count(*)"]) if rows else 0
+
+
+def _stored(row: dict[str, Any]) -> StoredAnnotation:
+    return StoredAnnotation(
+        annotation=Annotation.model_validate(row[PROPERTIES]), collection=str(row.get(schema.COLLECTION, ""))
+    )
+
+
+def _loader_notes(document: Document) -> list[str]:
+    notes = document.metadata.get("table_notes")
+    return [str(note) for note in notes] if isinstance(notes, list) else []
+
+
+def _clip_label(key: str) -> str:
+    return key.encode()[:_LABEL_BYTES].decode(errors="ignore")
+
+
+def index_for(kb: object) -> AnnotationIndex | None:
+    """The annotation index of a knowledge base, as its settings ask (``settings.structured``): None when
+    annotations are switched off or ``kb`` is not a ``KnowledgeBase`` (a test double); with ``llm_extraction`` and a
+    model configured, the model's facts are added to the rules'."""
+    from researchcrew.knowledge.collection import KnowledgeBase
+
+    if not isinstance(kb, KnowledgeBase) or not kb.settings.structured.annotate:
+        return None
+    extractor = None
+    if kb.settings.structured.llm_extraction:
+        from researchcrew.knowledge.annotations._llm import LLMExtractor
+        from researchcrew.llm import build_llm
+
+        llm = build_llm(kb.settings.llm)
+        extractor = LLMExtractor(llm) if llm is not None else None
+    return AnnotationIndex.of(kb, extractor=extractor)
