@@ -377,6 +377,11 @@ class KnowledgeBase:
         count = self.store.count(scope)
         if count:
             self.store.delete(scope)
+        from researchcrew.knowledge.annotations import index_for  # the annotations live and go with their chunks
+
+        annotations = index_for(self)
+        if annotations is not None:
+            annotations.remove_collection(collection)
         logger.info("removed %d chunks of collection %s", count, collection)
         return count
 

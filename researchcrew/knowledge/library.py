@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from researchcrew.errors import DocumentForbiddenError, DocumentInputError, DocumentTooLargeError
+from researchcrew.errors import (
+    DocumentForbiddenError,
+    DocumentInputError,
+    DocumentTooLargeError,
+    KnowledgeBaseError,
+    ModelUnavailableError,
+)
 from researchcrew.knowledge.document_store import (
     COLLECTION_NAME,
     DocumentStore,
@@ -284,6 +290,7 @@ class Library:
     ) -> int:
         """Add the documents into the document's collection; the number of its chunks in the knowledge base."""
         report = knowledge_base.add_documents(documents, progress=progress, collection=document.collection)
+        _annotate(knowledge_base, documents, collection=document.collection)
         if report.documents_skipped == 0:
             chunks = report.chunks_added
         else:  # unchanged records were kept as they are: count what is there
@@ -309,9 +316,32 @@ def _batches(keys: Sequence[str], size: int = _KEYS_PER_CALL) -> list[Sequence[s
     return [keys[start : start + size] for start in range(0, len(keys), size)]
 
 
+def _annotate(knowledge_base: KnowledgeBase, documents: list[Document], *, collection: str) -> None:
+    """Facts and table rows of an upload (issue 22), as ``ingest_paths`` derives them for files: a failure is logged
+    and never fails the upload (its chunks are there; a reindex derives the annotations again)."""
+    from researchcrew.knowledge.annotations import index_for
+
+    annotations = index_for(knowledge_base)
+    if annotations is None:
+        return
+    try:
+        annotations.annotate(documents, collection=collection)
+    except (KnowledgeBaseError, ModelUnavailableError) as error:
+        logger.error("the annotations of an upload were not stored: %s", error)
+
+
 def remove_chunks(knowledge_base: KnowledgeBase, source_keys: Sequence[str]) -> int:
-    """Delete every chunk of these source keys (in batches: a filter names at most a few thousand keys)."""
-    return sum(knowledge_base.remove(source_keys=batch) for batch in _batches(source_keys))
+    """Delete every chunk of these source keys, and their annotations (in batches: a filter names at most a few
+    thousand keys)."""
+    from researchcrew.knowledge.annotations import index_for
+
+    annotations = index_for(knowledge_base)
+    removed = 0
+    for batch in _batches(source_keys):
+        removed += knowledge_base.remove(source_keys=batch)
+        if annotations is not None:
+            annotations.remove(source_keys=batch)
+    return removed
 
 
 __all__ = ["DocumentEvent", "Library", "event_of", "remove_chunks"]

@@ -54,7 +54,7 @@ class ServeProcess:
 
 
 @contextmanager
-def serve(*args: str, env: dict[str, str], log_path: Path, start_timeout_s: float = 120) -> Iterator[ServeProcess]:
+def serve(*args: str, env: dict[str, str], log_path: Path, start_timeout_s: float = 240) -> Iterator[ServeProcess]:
     """Start `researchcrew serve --port P ...`, wait for /healthz, and stop it (SIGTERM, then kill) at the end."""
     port = free_port()
     with log_path.open("w") as log:

@@ -272,3 +272,31 @@ async def test_a_question_searches_only_the_collections_it_names_even_when_widen
     reply = await client.post(f"/v1/sessions/{session}/messages", headers=ada, json=question)
     assert reply.status_code == 200, reply.text
     assert not any(c.get("file_name") == "lab-notes.md" for c in reply.json()["citations"])
+
+
+async def test_an_uploaded_table_is_annotated_and_its_annotations_go_with_the_document(
+    service: ServiceHarness, client: httpx.AsyncClient
+) -> None:
+    # Issue 22: an upload gets the facts and table rows a file ingested from the CLI gets, in the uploader's
+    # collection; deleting the document removes them (they would otherwise answer structured questions).
+    from researchcrew.knowledge.access import private_collection
+    from researchcrew.knowledge.annotations import index_for
+
+    ada = service.auth("ada")
+    table = b"model,width,price\nSP-100,1.15 m,199\nSP-200,1.32 m,249\n"
+    response = await upload(client, ada, ("panels.csv", table, "text/csv"))
+    assert response.status_code == 202, response.text
+    document = response.json()["documents"][0]
+    await service.app.state.service.library.wait_idle()
+    assert (await client.get(f"/v1/documents/{document['id']}", headers=ada)).json()["status"] == "ready"
+
+    annotations = index_for(await service.runtime.knowledge_base())
+    assert annotations is not None
+    mine = [private_collection("ada")]
+    stored = await asyncio.to_thread(annotations.read, mine)
+    rows = [item.annotation for item in stored if item.annotation.kind == "row"]
+    assert len(rows) == 2 and {Path(row.file or "").name for row in rows} == {"panels.csv"}
+    assert await asyncio.to_thread(annotations.read, ["shared"]) == []  # in the uploader's collection only
+
+    assert (await client.delete(f"/v1/documents/{document['id']}", headers=ada)).status_code == 204
+    assert await asyncio.to_thread(annotations.read, mine) == []

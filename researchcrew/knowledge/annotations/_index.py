@@ -291,6 +291,14 @@ class AnnotationIndex:
             self._delete(expression)
         return removed
 
+    def remove_collection(self, collection: str) -> int:
+        """Delete every annotation of ``collection`` (the collection itself is being removed)."""
+        expression = f"{schema.COLLECTION} == {schema.quote(collection)}"
+        removed = len(self._query(expression, [schema.PK]))
+        if removed:
+            self._delete(expression)
+        return removed
+
     # Reading ---------------------------------------------------------------------------------------------------
     def read(
         self, collections: Sequence[str], *, labels: Sequence[str] | None = None, limit: int = 100_000
