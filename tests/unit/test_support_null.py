@@ -49,7 +49,8 @@ def test_the_null_is_the_mean_best_cosine_of_the_probes_measured_once() -> None:
     null = KnowledgeBaseNull(store, embedder)  # type: ignore[arg-type]
 
     # The first four probes' vectors point at 0.30, 0.29, 0.28, 0.27; the rest (zero vectors) at 0.30.
-    assert null() == pytest.approx((0.30 + 0.29 + 0.28 + 0.27 + 0.30 * (len(OFF_TOPIC_PROBES) - 4)) / len(OFF_TOPIC_PROBES))
+    probes = len(OFF_TOPIC_PROBES)
+    assert null() == pytest.approx((0.30 + 0.29 + 0.28 + 0.27 + 0.30 * (probes - 4)) / probes)
     assert null() == null()
     assert store.searches == len(OFF_TOPIC_PROBES)  # measured once, then remembered
     assert embedder.calls == 1
