@@ -688,6 +688,12 @@ class ConfidenceSettings(_Group):
         description="A sentence without the kind of answer the question asks for (who → a name, when → a date, how "
         "many → a number, where → a place) counts this share of its words; a missing cause costs half as much.",
     )
+    null_calibration: bool = Field(
+        default=True,
+        description="Put every knowledge base on one scale: its passages' semantic_floor and semantic_full are raised "
+        "by how far an off-topic question's best cosine there sits above the demo corpus's (pipeline/_support.py), "
+        "so a corpus where every passage looks relevant to the model does not answer from a neighbouring one.",
+    )
     support_weight: float = Field(
         default=0.7,
         ge=0,

@@ -49,7 +49,7 @@ def assemble_stages(
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
     session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
     recent failure (None: every question tries every source)."""
-    from researchcrew.pipeline._support import EmbeddingSupport, relevance_support
+    from researchcrew.pipeline._support import EmbeddingSupport, knowledge_base_null, relevance_support
     from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate._evaluator import Evaluator
     from researchcrew.pipeline.retrieve import Retriever
@@ -85,7 +85,11 @@ def assemble_stages(
         synthesis_reserve_s=min(5.0, settings.llm.timeout_s) if llm else 0.3,
         llm=llm,
         memory_unavailable=memory_unavailable,
-        support=EmbeddingSupport(embedder, settings.confidence) if embedder is not None else relevance_support,
+        support=(
+            EmbeddingSupport(embedder, settings.confidence, null=knowledge_base_null(tools, embedder))
+            if embedder is not None
+            else relevance_support
+        ),
         confidence=settings.confidence,
         pricing=pricing_for(settings, llm),
     )
