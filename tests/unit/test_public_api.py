@@ -125,7 +125,8 @@ def test_each_deep_research_operation_has_one_name_at_every_door() -> None:
         assert callable(getattr(researchcrew.ResearchAssistant, name)), name
         assert callable(getattr(DeepResearch, name)), name
     handlers = {route.endpoint.__name__ for route in deep_runs.router.routes if isinstance(route, APIRoute)}
-    assert handlers == set(DEEP_OPERATIONS) - {"research"}  # a run starts as a session message with mode "deep"
+    # A run starts as a session message with mode "deep", or outside a session with POST /v1/deep-runs (research).
+    assert handlers == set(DEEP_OPERATIONS)
     for retired in ("deep_run", "deep_research"):
         assert not hasattr(researchcrew.ResearchAssistant, retired), retired
     for retired in ("start", "get", "resume", "stream", "stream_resume", "cancel", "awaiting_clarification"):

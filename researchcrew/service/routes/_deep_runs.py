@@ -114,17 +114,17 @@ class DeepQuestion(MessageRequest):
     responses={**DEEP_ACCEPTED, **_DEEP_STREAM, **_problems({503: "A store the service needs is not reachable."})},
     summary="Start a deep research run (as DeepResearch.research), outside any chat session.",
 )
-async def start_research(service: Service, user: CurrentUser, body: DeepQuestion, request: Request) -> Response:
+async def research(service: Service, user: CurrentUser, body: DeepQuestion, request: Request) -> Response:
     """202 with the run at its first pause (with ``auto_approve``: as soon as it works), or its events; the user's
     question slot is held while it works, as for a session's deep message."""
-    research = body.research_request(user_id=user.user_id)
+    question = body.research_request(user_id=user.user_id)
     deep = await deep_research(service)
     lease_s = body.deep.deadline_s or service.settings.deep.deadline_s
     async with question_slot(service, user.user_id, lease_s=lease_s) as slot:
         streaming = wants_event_stream(request)
         work = SegmentWork(
             service,
-            lambda on_event: deep.research(research, body.deep, on_event=on_event),
+            lambda on_event: deep.research(question, body.deep, on_event=on_event),
             slot.hand_over(),
             run_id=None,
             streaming=streaming,
