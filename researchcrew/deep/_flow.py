@@ -19,6 +19,7 @@ LLM, the progress callback) comes in a ``DeepContext``. Time and tokens are one 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -46,12 +47,13 @@ from researchcrew.contracts.follow_up import TokenCount
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep._budget import Budget, Exhausted
 from researchcrew.deep._follow import ReferenceFollower
-from researchcrew.deep._plan import apply_decision, llm_plan, read_decision, rule_plan
+from researchcrew.deep._plan import apply_decision, llm_plan, plan_facets, read_decision, rule_plan
 from researchcrew.deep._quality import score_report, sections_by_position
 from researchcrew.deep._report import ReportDraft, assemble_report, extractive_retry, llm_retry
 from researchcrew.deep._research import SubQuestionResult, research_sub_question
 from researchcrew.deep._shape import ReportShape
 from researchcrew.deep._shape_plan import shaped_rule_plan
+from researchcrew.embedding.embedder import loaded_embedder
 from researchcrew.pipeline.assemble import pricing_for
 from researchcrew.pipeline.clarify import (
     clarification_reason,
@@ -309,6 +311,10 @@ class DeepResearchFlow(Flow[DeepState]):
         question = deep.question.split(" (", 1)[0] if focus else deep.question
         summary = summarize_evidence(question, deep.searched, deep.probe, deep.probe_reports)
         shape = self._shape()
+        embedder = loaded_embedder(self._run.settings)  # the knowledge base's, when it is loaded; never loads one
+        facets = await asyncio.to_thread(
+            plan_facets, question, deep.probe, max_items=deep.max_subquestions, embedder=embedder
+        )
         plan = None
         if self._run.llm is not None:
             plan = await llm_plan(
@@ -320,6 +326,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 focus=focus,
                 timeout_s=min(self._run.settings.deep.llm_timeout_s, max(0.5, self.budget.remaining_s())),
                 guidance=shape.guidance(),
+                facets=facets,
             )
         if plan is None or plan.written_by == "rules":  # no LLM, or it failed: by rule, in the report's type
             shaped = shaped_rule_plan(
@@ -329,8 +336,13 @@ class DeepResearchFlow(Flow[DeepState]):
                 subjects=shape.subjects,
                 max_items=deep.max_subquestions,
                 focus=focus,
+                facets=facets,
             )
-            plan = shaped or plan or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus)
+            plan = (
+                shaped
+                or plan
+                or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus, facets=facets)
+            )
         deep.plan = plan.model_copy(update={"question": deep.question})
         detail: dict[str, Any] = {
             "items": [item.question for item in deep.plan.items],
