@@ -100,9 +100,10 @@ def scifact_documents(questions: Sequence[Question], others: int, scifact: Path 
 def open_knowledge_base(corpus: str, data_dir: Path, questions: Sequence[Question], others: int) -> tuple[Any, dict]:
     from researchcrew.data import demo_corpus_path
     from researchcrew.knowledge.collection import KnowledgeBase
-    from researchcrew.settings import Settings
+    from researchcrew.settings import MilvusSettings, Settings
 
-    settings = Settings(data_dir=data_dir / corpus)
+    # Generous Milvus timeouts: on a loaded machine (two cores, several benchmarks) a search took more than 10 s.
+    settings = Settings(data_dir=data_dir / corpus, milvus=MilvusSettings(timeout_s=120))
     knowledge_base = KnowledgeBase(settings)
     started = time.perf_counter()
     existing = knowledge_base.stats().documents

@@ -25,6 +25,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
+# Imported with the module, not when a plan is made: the first import costs about a second, which a run's deadline
+# should not pay.
+from scipy.cluster.hierarchy import fcluster, linkage
+
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.text.terms import QUERY_STOP_WORDS, REPORTING_WORDS, STOP_WORDS, stem
 
@@ -39,17 +43,23 @@ MAX_SHARED = 1  # a facet whose top evidence shares more documents than this wit
 CLUSTER_DISTANCE = 0.8  # average cosine distance up to which documents form one facet (tuned on the tune split)
 MAX_PHRASE_WORDS = 3
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Words that say what kind of paper or passage it is, not what it is about ("A Survey on ...", "... approach").
-_GENERIC = frozenset(
-    """based towards toward approach approaches study studies analysis case new novel paper papers survey review
-    empirical framework method methods technique techniques application applications results result first large
-    improving improved efficient effective automated automatic practical comparative systematic brief introduction
-    literature overview using use used via toward problem problems issue issues work works research researchers
-    article proposed propose proposes present presents presented show shows shown paper's approach's et al also
-    well however thus therefore moreover furthermore including include includes different various several many
-    recent recently existing current high low good better best key main important significant significantly
-    provide provides provided able allow allows way ways make makes made one two three four five first second
-    third finally often usually may might can could would should must need needs due given set sets number""".split()
+_GENERIC = _words(
+    """based towards toward approach approaches study studies analysis case new novel paper papers survey
+    review empirical framework method methods technique techniques application applications results
+    result first large improving improved efficient effective automated automatic practical comparative
+    systematic brief introduction literature overview using use used via toward problem problems issue
+    issues work works research researchers article proposed propose proposes present presents presented
+    show shows shown paper's approach's et al also well however thus therefore moreover furthermore
+    including include includes different various several many recent recently existing current high low
+    good better best key main important significant significantly provide provides provided able allow
+    allows way ways make makes made one two three four five first second third finally often usually may
+    might can could would should must need needs due given set sets number"""
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*|\d+")
 _BREAK = re.compile(r"[.,;:!?()\[\]{}\"“”‘’—–/|]|\s-\s")
@@ -186,11 +196,10 @@ def _normalised(rows: Matrix) -> Matrix:
     return rows / np.where(norms == 0, 1.0, norms)
 
 
-def _vectors(texts: Sequence[str], asked: frozenset[str], embedder: Embedder | None) -> Matrix:
+def _vectors(texts: Sequence[str], asked: frozenset[str], embedded: Matrix | None) -> Matrix:
     words, _, _ = _tfidf(texts, asked)
-    if embedder is None or len(texts) < 3:
+    if embedded is None or len(texts) < 3:
         return words
-    embedded = _normalised(np.asarray(embedder.embed_documents(list(texts)), dtype=np.float64))
     centred = _normalised(embedded - embedded.mean(axis=0, keepdims=True))
     return _normalised(np.hstack([words, centred]))
 
@@ -200,8 +209,6 @@ def _clusters(vectors: Matrix) -> list[list[int]]:
     count = len(vectors)
     if count == 1:
         return [[0]]
-    from scipy.cluster.hierarchy import fcluster, linkage  # a kept library; imported when a plan is made
-
     tree = linkage(vectors, method="average", metric="cosine")
     labels = fcluster(tree, t=CLUSTER_DISTANCE, criterion="distance")
     groups: dict[int, list[int]] = {}
@@ -225,6 +232,11 @@ def _name(
         for phrase in candidate_phrases(documents[index].title):
             written.setdefault(_normal(phrase), Counter())[phrase] += 1
     everywhere: Counter[str] = Counter(normal for phrases in document_phrases for normal in phrases)
+    sole_words: dict[str, bool] = {}  # the one-word phrases of titles that have no longer phrase
+    for index in members:
+        title_phrases = candidate_phrases(documents[index].title)
+        if all(len(phrase.split()) == 1 for phrase in title_phrases):
+            sole_words.update({_normal(phrase): True for phrase in title_phrases})
     scores: dict[str, float] = {}
     for normal in written:
         words = normal.split()
@@ -234,8 +246,8 @@ def _name(
         count = sum(normal in document_phrases[index] for index in members)
         share = count / len(members)
         rarity = math.log((2 + total) / (1 + everywhere[normal] - count + 0.5))
-        if len(words) == 1 and count < 2:
-            continue  # one word from one title ("mix", "history") rarely names a facet
+        if len(words) == 1 and count < 2 and not sole_words.get(normal, False):
+            continue  # one word from one title ("mix", "history") rarely names a facet, unless the title has no more
         length = 1.0 + 0.4 * (min(len(words), 3) - 1)
         leading_verb = 0.5 if written[normal].most_common(1)[0][0].split()[0].lower().endswith("ing") else 1.0
         scores[normal] = share * max(rarity, 0.05) * length * new_words * leading_verb
@@ -266,6 +278,7 @@ _FRAMES_ALONE = (
 
 def lower_label(label: str) -> str:
     """A phrase as it reads inside a sentence: title case dropped, acronyms and names with inner capitals kept."""
+
     def lowered(word: str) -> str:
         parts = word.split("-")
         if all(part[:1].isupper() and part[1:].islower() for part in parts if part) and len(word) > 1:
@@ -318,12 +331,12 @@ def find_facets(
     evidence_years = [document.year for document in documents if document.year is not None]
     texts = [f"{document.title}. {document.text}" for document in documents]
     document_phrases = [{_normal(phrase) for phrase in candidate_phrases(text)} for text in texts]
-    vectors = _vectors(texts, asked, embedder)
-    # Where the sub-questions' evidence is judged: all words (the question's too), and embeddings when loaded.
-    all_words, vocabulary, idf = _tfidf(texts, frozenset())
     embedded = (
         _normalised(np.asarray(embedder.embed_documents(texts), dtype=np.float64)) if embedder is not None else None
     )
+    vectors = _vectors(texts, asked, embedded)
+    # Where the sub-questions' evidence is judged: all words (the question's too), and embeddings when loaded.
+    all_words, vocabulary, idf = _tfidf(texts, frozenset())
 
     def top_evidence(text: str) -> tuple[str, ...]:
         query = np.zeros(all_words.shape[1])
@@ -336,12 +349,18 @@ def find_facets(
             vector = np.asarray(embedder.embed_query(text), dtype=np.float64).reshape(1, -1)
             scores = scores + embedded @ _normalised(vector).ravel()
         order = sorted(range(len(texts)), key=lambda index: (-float(scores[index]), index))
-        return tuple(documents[index].key for index in order[:TOP_EVIDENCE])
+        return tuple(documents[index].key for index in order[:top_count])
+
+    # A small probe cannot give every facet three documents of its own: the best one (or two) must differ then.
+    top_count = min(TOP_EVIDENCE, max(1, len(documents) // 4))
+    max_shared = MAX_SHARED if top_count == TOP_EVIDENCE else top_count - 1
 
     facets: list[Facet] = []
     used_labels: set[str] = set()
     for group in _clusters(vectors):
-        phrases = [name for name in _name(group, documents, asked, document_phrases) if _normal(name) not in used_labels]
+        phrases = [
+            name for name in _name(group, documents, asked, document_phrases) if _normal(name) not in used_labels
+        ]
         if not phrases:
             continue
         own = {documents[index].key for index in group}
@@ -351,9 +370,9 @@ def find_facets(
             if artefacts(wording, evidence_years):
                 continue
             top = top_evidence(wording)
-            if not own & set(top[: max(1, min(TOP_EVIDENCE, len(own)))]) and not own & set(top):
-                continue
-            if any(len(set(top) & set(kept.top_evidence)) > MAX_SHARED for kept in facets):
+            if not own & set(top):
+                continue  # the question does not find the documents it was made from
+            if any(len(set(top) & set(kept.top_evidence)) > max_shared for kept in facets):
                 continue
             chosen = Facet(
                 label=label,
@@ -397,9 +416,9 @@ def _gerund(participle: str) -> str:
 
 
 _HOW_PASSIVE = re.compile(r"^how\s+(?:is|are|was|were|has|have)\s+", re.IGNORECASE)
-_WH = frozenset("what which who whom whose when where why how is are was were has have do does did".split())
+_WH = _words("""what which who whom whose when where why how is are was were has have do does did""")
 MAX_TOPIC_WORDS = 8
-_ASKING = frozenset("cause causes caused drive drives affect affects effect effects role roles happen".split())
+_ASKING = _words("""cause causes caused drive drives affect affects effect effects role roles happen""")
 
 
 def _strip_asking(phrase: str) -> str:
@@ -427,12 +446,10 @@ def topic_phrase(question: str, topic: str) -> str:
             if following and _content(following) and not following.endswith("ly"):
                 continue  # an adjective ("embedded systems"), not the question's verb
             if len(lowered) > 3 and lowered.endswith("ed") and lowered not in _NOT_PARTICIPLES:
-                after = words[index + 1 :]
-                verbs = [_gerund(lowered)]
-                if len(after) >= 2 and after[0].lower() in ("and", "or") and after[1].lower().endswith("ed"):
-                    verbs += [after[0].lower(), _gerund(after[1])]
-                    after = after[2:]
-                return " ".join([*verbs, *words[:index], *after])
+                start, verbs = index, [_gerund(lowered)]
+                if index >= 3 and words[index - 1].lower() in ("and", "or") and words[index - 2].lower().endswith("ed"):
+                    start, verbs = index - 2, [_gerund(words[index - 2]), words[index - 1].lower(), *verbs]
+                return " ".join([*verbs, *words[:start], *words[index + 1 :]])
     words = topic.split()
     if 1 <= len(words) <= MAX_TOPIC_WORDS and not any(word.lower() in _WH for word in words):
         return topic

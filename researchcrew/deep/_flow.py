@@ -80,6 +80,7 @@ PROBE_KEPT = 40
 RESEARCH_RESERVE_S = 1.0  # kept back from research for putting the report together
 MIN_SUBQUESTION_S = 1.0  # a sub-question with less time than this is not started
 MIN_RETRY_S = 2.0
+PLAN_EMBEDDING_MIN_S = 20.0  # a run with less time left plans from the probe's words alone
 
 
 @dataclass
@@ -311,7 +312,9 @@ class DeepResearchFlow(Flow[DeepState]):
         question = deep.question.split(" (", 1)[0] if focus else deep.question
         summary = summarize_evidence(question, deep.searched, deep.probe, deep.probe_reports)
         shape = self._shape()
-        embedder = loaded_embedder(self._run.settings)  # the knowledge base's, when it is loaded; never loads one
+        # The knowledge base's embedder refines the facets when it is loaded (never loaded for this) and the run has
+        # time for it (embedding the probe takes a fraction of a second on a busy machine; words alone are instant).
+        embedder = loaded_embedder(self._run.settings) if self.budget.remaining_s() >= PLAN_EMBEDDING_MIN_S else None
         facets = await asyncio.to_thread(
             plan_facets, question, deep.probe, max_items=deep.max_subquestions, embedder=embedder
         )

@@ -5,8 +5,8 @@ Both ways start from the facets of what the probe found (``_facets``: groups of 
 the key phrases they share, dated by their years). With an LLM the model proposes the sub-questions from the
 question, the user's clarification, the facets and the titles found (all fenced as data); without one — or when the
 model fails — each facet becomes one sub-question by rule. Only when the probe found too little to split does the
-rule plan ask the topic from a few angles (scope, methods, results, limitations). ``apply_decision`` turns a decision into the approved plan or says, in one line, why it
-cannot.
+rule plan ask the topic from a few angles (scope, methods, results, limitations). ``apply_decision`` turns a
+decision into the approved plan or says, in one line, why it cannot.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from researchcrew.contracts.deep import MAX_SUBQUESTION_CHARS, PlanItem, ReportType, ResearchPlan
-from researchcrew.deep._facets import Facet, lower_label, artefacts
+from researchcrew.deep._facets import Facet, artefacts, lower_label
 from researchcrew.deep._plan import topic_of
 
 if TYPE_CHECKING:
