@@ -127,9 +127,16 @@ async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int)
     from researchcrew.tools.rag import RAGTool
 
     tool = RAGTool(knowledge_base)
+
+    async def search(text: str, count: int) -> list[Any]:
+        result = await tool.search(text, num_results=count)
+        if result.failure is not None:  # a failed search would read as a plan with no evidence: stop instead
+            raise SystemExit(f"the knowledge base failed on {text!r}: {result.failure}")
+        return list(result.chunks)
+
     settings = knowledge_base.settings
     started = time.perf_counter()
-    probe = await tool.execute(question.question, num_results=settings.deep.probe_results)
+    probe = await search(question.question, settings.deep.probe_results)
     summary = summarize_evidence(question.question, [question.question], probe, [])
     plan = rule_plan(
         question.question,
@@ -144,7 +151,7 @@ async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int)
     tops: list[list[str]] = []
     on_topic: list[bool] = []
     for item in plan.items:
-        found = await tool.execute(item.question, num_results=top_k * 4)
+        found = await search(item.question, top_k * 4)
         documents: dict[str, str] = {}
         for chunk in found:
             key = chunk.source_id or chunk.chunk_id
@@ -220,6 +227,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             try:
                 for question in chosen:
                     results.append(await plan_and_judge(knowledge_base, question, top_k=args.top_k))
+                    print(f"{question.id}: {len(results[-1]['items'])} sub-questions", file=sys.stderr, flush=True)
             finally:
                 knowledge_base.close()
     by_split = {
