@@ -802,7 +802,7 @@ class DeepResearchSettings(_Group):
         description="How long a paused run waits for the user's answer or decision before it expires.",
     )
     probe_results: int = Field(
-        default=10,
+        default=20,  # the plan's facets are groups of what the probe found: 10 left too few documents to group
         ge=1,
         le=100,
         description="Results asked of each source when probing the question before planning (web results may cost "

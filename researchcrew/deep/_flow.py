@@ -19,6 +19,7 @@ LLM, the progress callback) comes in a ``DeepContext``. Time and tokens are one 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -48,13 +49,14 @@ from researchcrew.contracts.follow_up import TokenCount
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep._budget import Budget, Exhausted
 from researchcrew.deep._follow import ReferenceFollower
-from researchcrew.deep._plan import apply_decision, llm_plan, read_decision, rule_plan
+from researchcrew.deep._plan import apply_decision, llm_plan, plan_facets, read_decision, rule_plan
 from researchcrew.deep._quality import score_report, sections_by_position
 from researchcrew.deep._remediate import flawed_sections, remediate, revision_note
 from researchcrew.deep._report import ReportDraft, assemble_report, extractive_retry, llm_retry
 from researchcrew.deep._research import SubQuestionResult, research_sub_question
 from researchcrew.deep._shape import ReportShape
 from researchcrew.deep._shape_plan import shaped_rule_plan
+from researchcrew.embedding.embedder import loaded_embedder
 from researchcrew.pipeline.assemble import pricing_for
 from researchcrew.pipeline.clarify import (
     clarification_reason,
@@ -81,6 +83,7 @@ PROBE_KEPT = 40
 RESEARCH_RESERVE_S = 1.0  # kept back from research for putting the report together
 MIN_SUBQUESTION_S = 1.0  # a sub-question with less time than this is not started
 MIN_RETRY_S = 2.0
+PLAN_EMBEDDING_MIN_S = 20.0  # a run with less time left plans from the probe's words alone
 
 
 @dataclass
@@ -312,6 +315,12 @@ class DeepResearchFlow(Flow[DeepState]):
         question = deep.question.split(" (", 1)[0] if focus else deep.question
         summary = summarize_evidence(question, deep.searched, deep.probe, deep.probe_reports)
         shape = self._shape()
+        # The knowledge base's embedder refines the facets when it is loaded (never loaded for this) and the run has
+        # time for it (embedding the probe takes a fraction of a second on a busy machine; words alone are instant).
+        embedder = loaded_embedder(self._run.settings) if self.budget.remaining_s() >= PLAN_EMBEDDING_MIN_S else None
+        facets = await asyncio.to_thread(
+            plan_facets, question, deep.probe, max_items=deep.max_subquestions, embedder=embedder
+        )
         plan = None
         if self._run.llm is not None:
             plan = await llm_plan(
@@ -323,6 +332,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 focus=focus,
                 timeout_s=min(self._run.settings.deep.llm_timeout_s, max(0.5, self.budget.remaining_s())),
                 guidance=shape.guidance(),
+                facets=facets,
             )
         if plan is None or plan.written_by == "rules":  # no LLM, or it failed: by rule, in the report's type
             shaped = shaped_rule_plan(
@@ -332,8 +342,13 @@ class DeepResearchFlow(Flow[DeepState]):
                 subjects=shape.subjects,
                 max_items=deep.max_subquestions,
                 focus=focus,
+                facets=facets,
             )
-            plan = shaped or plan or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus)
+            plan = (
+                shaped
+                or plan
+                or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus, facets=facets)
+            )
         deep.plan = plan.model_copy(update={"question": deep.question})
         detail: dict[str, Any] = {
             "items": [item.question for item in deep.plan.items],

@@ -1,11 +1,12 @@
 """The research plan (seed 002 phase 2): a to-do list of at most N sub-questions, proposed before any of them is
 researched, and the user's decision on it (approve, edit, reorder, cut, add, or cancel).
 
-With an LLM the model proposes the sub-questions from the question, the user's clarification and the titles the
-probe found (all fenced as data); without one — or when the model fails — they come by rule: the question's topic
-asked from a fixed set of angles (scope, methods, evidence, limitations, recent work), plus the sub-topics the
-probe's evidence shares. ``apply_decision`` turns a decision into the approved plan or says, in one line, why it
-cannot.
+Both ways start from the facets of what the probe found (``_facets``: groups of the probe's documents, named by
+the key phrases they share, dated by their years). With an LLM the model proposes the sub-questions from the
+question, the user's clarification, the facets and the titles found (all fenced as data); without one — or when the
+model fails — each facet becomes one sub-question by rule. Only when the probe found too little to split does the
+rule plan ask the topic from a few angles (scope, methods, results, limitations). ``apply_decision`` turns a
+decision into the approved plan or says, in one line, why it cannot.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.deep import MAX_SUBQUESTION_CHARS, PlanDecision, PlanItem, ResearchPlan
+from researchcrew.deep._facets import Facet, facet_lines, find_facets, topic_phrase
 from researchcrew.errors import PlanDecisionError
 from researchcrew.llm.fence import block
 from researchcrew.pipeline.reformulate import keyword_query
@@ -26,6 +28,7 @@ from researchcrew.pipeline.reformulate import keyword_query
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.embedding.embedder import Embedder
     from researchcrew.pipeline.clarify import EvidenceSummary
 
 logger = logging.getLogger(__name__)
@@ -55,24 +58,44 @@ def _with_focus(text: str, focus: str | None) -> str:
     return f"{text.rstrip('?')} ({focus})?"
 
 
+# Angles asked of the topic when the probe found nothing to derive facets from (no years, no sub-topics: nothing in
+# the evidence supports them).
+_ANGLES = (
+    ("What does {topic} cover, and how is it defined?", "scope and definitions first"),
+    ("Which methods and approaches are used for {topic}?", "how it is done"),
+    ("What results and evidence have been reported on {topic}?", "what was found"),
+    ("What are the open problems and limitations of {topic}?", "what is not solved"),
+)
+MIN_FACETS = 1  # fewer facets than this: nothing to split by, the plan asks the topic from a few angles
+
+
+def plan_facets(
+    question: str, evidence: Sequence[ContextChunk], *, max_items: int, embedder: Embedder | None = None
+) -> list[Facet]:
+    """The facets of what the probe found (``_facets.find_facets``), for the rule plan and the model's prompt."""
+    return find_facets(question, topic_of(question), evidence, max_facets=max_items, embedder=embedder)
+
+
 def rule_plan(
-    question: str, summary: EvidenceSummary | None, *, max_items: int, focus: str | None = None
+    question: str,
+    summary: EvidenceSummary | None,
+    *,
+    max_items: int,
+    focus: str | None = None,
+    evidence: Sequence[ContextChunk] = (),
+    embedder: Embedder | None = None,
+    facets: Sequence[Facet] | None = None,
 ) -> ResearchPlan:
-    """Sub-questions by rule: the topic from several angles, and the sub-topics the evidence shares."""
+    """Sub-questions by rule: one per facet of what the probe found (``evidence``), each asking about the broad
+    topic from what its documents share; when the evidence is too thin to split, the topic from a few angles."""
+    del summary  # the facets read the evidence itself; the summary's phrases and years are not asked about as such
     topic = topic_of(question)
-    candidates: list[tuple[str, str]] = [
-        (f"What does {topic} cover, and how is it defined?", "scope and definitions first"),
-    ]
-    for phrase, documents in (summary.sub_topics if summary else ())[:3]:
-        candidates.append((f"What is known about {phrase} in {topic}?", f"a sub-topic {documents} documents share"))
-    candidates += [
-        (f"Which methods and approaches are used for {topic}?", "how it is done"),
-        (f"What results and evidence have been reported on {topic}?", "what was found"),
-        (f"What are the open problems and limitations of {topic}?", "what is not solved"),
-    ]
-    if summary and summary.years and summary.years[-1] - summary.years[0] >= 3:
-        recent = summary.years[(2 * len(summary.years)) // 3]
-        candidates.append((f"What has been reported on {topic} since {recent}?", "the evidence spans several years"))
+    if facets is None:
+        facets = plan_facets(question, evidence, max_items=max_items, embedder=embedder)
+    candidates = [(facet.question, facet.rationale) for facet in facets]
+    if len(candidates) < MIN_FACETS:
+        phrase = topic_phrase(question, topic)
+        candidates += [(text.format(topic=phrase), rationale) for text, rationale in _ANGLES]
     items: list[PlanItem] = []
     seen: set[str] = set()
     for text, rationale in candidates:
@@ -100,14 +123,21 @@ class _Proposal(BaseModel):
 
 
 def _plan_messages(
-    question: str, focus: str | None, evidence: Sequence[ContextChunk], max_items: int, guidance: str = ""
+    question: str,
+    focus: str | None,
+    evidence: Sequence[ContextChunk],
+    max_items: int,
+    guidance: str = "",
+    facets: Sequence[Facet] = (),
 ) -> list[dict[str, str]]:
-    titles = list(dict.fromkeys(chunk.title for chunk in evidence if chunk.title))[:20]
+    titles = list(dict.fromkeys(chunk.title for chunk in evidence if chunk.title and chunk.source_type != "memory"))
     material = [block("QUESTION", question)]
     if focus:
         material.append(block("USER FOCUS", focus))
+    if facets:
+        material.append(block("FACETS FOUND", facet_lines(facets)))
     if titles:
-        material.append(block("TITLES FOUND", "\n".join(titles)))
+        material.append(block("TITLES FOUND", "\n".join(titles[:20])))
     return [
         {
             "role": "system",
@@ -120,7 +150,14 @@ def _plan_messages(
             "role": "user",
             "content": "\n".join(material)
             + f"\nWrite at most {max_items} sub-questions, most fundamental first, each one self-contained (name the "
-            "subject, no pronouns), each with a short rationale." + (f"\n{guidance}" if guidance else ""),
+            "subject, no pronouns), each with a short rationale."
+            + (
+                " Base them on the facets found: each sub-question about one facet, so that each reads evidence the "
+                "others do not. Name no year or period the facets do not show."
+                if facets
+                else ""
+            )
+            + (f"\n{guidance}" if guidance else ""),
         },
     ]
 
@@ -135,18 +172,26 @@ async def llm_plan(
     focus: str | None = None,
     timeout_s: float = 60.0,
     guidance: str = "",
+    embedder: Embedder | None = None,
+    facets: Sequence[Facet] | None = None,
 ) -> ResearchPlan:
-    """The model's plan; the rule plan when the model fails or proposes nothing usable. ``guidance`` (the report's
-    length and type, ``shape.ReportShape.guidance``) is added to the prompt."""
+    """The model's plan, from the question and the facets of what the probe found (the same facets the rule plan
+    asks about); the rule plan when the model fails or proposes nothing usable. ``guidance`` (the report's length
+    and type, ``shape.ReportShape.guidance``) is added to the prompt."""
     from researchcrew.llm.replies import ask_for
 
+    if facets is None:
+        facets = plan_facets(question, evidence, max_items=max_items, embedder=embedder)
+
+    def by_rule() -> ResearchPlan:
+        return rule_plan(question, summary, max_items=max_items, focus=focus, facets=facets)
+
     try:
-        proposal = await ask_for(
-            llm, _plan_messages(question, focus, evidence, max_items, guidance), _Proposal, timeout_s=timeout_s
-        )
+        messages = _plan_messages(question, focus, evidence, max_items, guidance, facets)
+        proposal = await ask_for(llm, messages, _Proposal, timeout_s=timeout_s)
     except Exception:  # the outermost guard around a third-party model call: plan by rule instead
         logger.warning("the LLM could not propose a plan; planning by rule", exc_info=True)
-        return rule_plan(question, summary, max_items=max_items, focus=focus)
+        return by_rule()
     items: list[PlanItem] = []
     seen: set[str] = set()
     for proposed in proposal.sub_questions:
@@ -158,7 +203,7 @@ async def llm_plan(
         if len(items) >= max_items:
             break
     if not items:
-        return rule_plan(question, summary, max_items=max_items, focus=focus)
+        return by_rule()
     return ResearchPlan(question=question, items=items, max_items=max_items, written_by="llm")
 
 

@@ -3,15 +3,17 @@
 A comparison's plan asks one aspect per item and names every subject in it, so each sub-question retrieves evidence
 on all of them; the subjects come from the question ("X vs Y", "compare X and Y", "differences between X, Y and
 Z", "X or Y"), and a question that names none compares the sources on its topic. A literature review's plan makes
-the phrases the probe's documents share its first themes, then the literature's methods, findings and gaps.
+the facets of what the probe found (``_facets``) its first themes, then the literature's methods, findings and gaps.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from researchcrew.contracts.deep import MAX_SUBQUESTION_CHARS, PlanItem, ReportType, ResearchPlan
+from researchcrew.deep._facets import Facet, artefacts, lower_label
 from researchcrew.deep._plan import topic_of
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ def _together(subjects: tuple[str, ...]) -> str:
 
 
 def _comparison_items(
-    question: str, subjects: tuple[str, ...], summary: EvidenceSummary | None
+    question: str, subjects: tuple[str, ...], summary: EvidenceSummary | None, facets: Sequence[Facet]
 ) -> list[tuple[str, str]]:
     if subjects:
         them = _together(subjects)
@@ -78,8 +80,11 @@ def _comparison_items(
             (f"What are the costs and practical demands of {them}?", "aspect: cost and practice"),
             (f"What are the limitations of {them}, compared with each other?", "aspect: limitations"),
         ]
-        phrases = [phrase for phrase, _ in (summary.sub_topics if summary else ())[:3]]
-        items += [(f"How do {them} compare on {phrase}?", "aspect the evidence shares") for phrase in phrases]
+        items += [
+            (f"How do {them} compare on {lower_label(facet.label)}?", f"an aspect of the evidence: {facet.rationale}")
+            for facet in facets[:3]
+            if not artefacts(f"How do {them} compare on {facet.label}?", facet.years)
+        ]
         return items
     topic = topic_of(question)
     return [
@@ -90,12 +95,9 @@ def _comparison_items(
     ]
 
 
-def _review_items(question: str, summary: EvidenceSummary | None) -> list[tuple[str, str]]:
+def _review_items(question: str, facets: Sequence[Facet]) -> list[tuple[str, str]]:
     topic = topic_of(question)
-    items = [
-        (f"What does the literature report on {phrase} in {topic}?", f"a theme {documents} documents share")
-        for phrase, documents in (summary.sub_topics if summary else ())[:4]
-    ]
+    items = [(facet.question, f"a theme of the literature: {facet.rationale}") for facet in facets[:4]]
     items += [
         (f"Which methods do studies of {topic} use?", "theme: methods"),
         (f"What findings on {topic} do the studies agree or disagree on?", "theme: findings"),
@@ -112,12 +114,15 @@ def shaped_rule_plan(
     subjects: tuple[str, ...],
     max_items: int,
     focus: str | None = None,
+    facets: Sequence[Facet] = (),
 ) -> ResearchPlan | None:
-    """The rule plan of a comparison or literature review; None for a plain report (``plan.rule_plan`` then)."""
+    """The rule plan of a comparison or literature review; None for a plain report (``plan.rule_plan`` then).
+    ``facets`` (``plan.plan_facets``: what the probe found) give a review its themes and a comparison its shared
+    aspects."""
     if report_type == "comparison":
-        candidates = _comparison_items(question, subjects, summary)
+        candidates = _comparison_items(question, subjects, summary, facets)
     elif report_type == "literature_review":
-        candidates = _review_items(question, summary)
+        candidates = _review_items(question, facets)
     else:
         return None
     items: list[PlanItem] = []

@@ -28,6 +28,7 @@ import unicodedata
 BLOCK_NAMES = frozenset(
     {
         "QUESTION",
+        "FACETS FOUND",
         "EVIDENCE",
         "DISAGREEMENT",
         "PREVIOUS REPLY",

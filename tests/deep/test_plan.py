@@ -52,17 +52,15 @@ def test_topic_of_strips_the_question_words(question: str, topic: str) -> None:
     assert topic_of(question) == topic
 
 
-def test_rule_plan_asks_the_topic_from_several_angles_and_the_evidence_sub_topics() -> None:
+def test_without_evidence_the_rule_plan_asks_the_topic_from_a_few_angles_and_never_a_date() -> None:
+    """The evidence summary's phrases and years are not asked about as such (issue 21: "What is known about earlier
+    question in ...", "since 2026"); with no probe evidence to derive facets from, the plan asks a few angles."""
     proposed = rule_plan("What is known about testing ML systems?", summary(), max_items=8)
     texts = [item.question for item in proposed.items]
-    assert proposed.written_by == "rules" and len(texts) == 7
-    assert texts[0].startswith("What does testing ML systems cover")
-    assert texts[1:3] == [
-        "What is known about metamorphic testing in testing ML systems?",
-        "What is known about mutation testing in testing ML systems?",
-    ]
-    assert texts[-1] == "What has been reported on testing ML systems since 2023?"  # the evidence spans 2012-2024
-    assert [item.id for item in proposed.items] == list(range(1, 8))
+    assert proposed.written_by == "rules" and len(texts) == 4
+    assert texts[0] == "What does testing ML systems cover, and how is it defined?"
+    assert not any("known about" in text or "since" in text or "metamorphic" in text for text in texts)
+    assert [item.id for item in proposed.items] == list(range(1, 5))
     short = rule_plan("What is known about testing ML systems?", summary(), max_items=2)
     assert len(short.items) == 2
 
