@@ -21,11 +21,8 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import re
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote
@@ -33,12 +30,11 @@ from urllib.parse import quote
 from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.synthesizer import Citation
 from researchcrew.jobs.contracts import QuestionResult, RunInfo
+from researchcrew.text.csv_cells import csv_table
+from researchcrew.text.csv_cells import is_blank as _blank
 
 ExportFormat = Literal["csv", "jsonl", "md"]
 CSV_CITATIONS = 3
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-"""What a spreadsheet may read as the start of a formula (OWASP's list)."""
-_PLAIN_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _MARKDOWN_SPECIAL = re.compile(r"([\\`\[\]<>])")  # what starts a link, an image, an HTML tag or a code span
 _TARGET_UNSAFE = frozenset("()<>[]\\\"'`")  # what ends a Markdown link target early
 
@@ -83,38 +79,6 @@ def _cost_cell(result: QuestionResult) -> str:
         return ""
     usd = result.response.cost.usd
     return "unknown" if usd is None else f"{usd:.6f}"
-
-
-def csv_table(header: Sequence[object], rows: Iterable[Sequence[object]]) -> str:
-    """A CSV text that a spreadsheet opens as exactly these cells and runs none of them: every cell quoted, every
-    cell (header too) passed through ``safe_cell``; lines end with ``\\n``."""
-    out = io.StringIO(newline="")
-    writer = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL)
-    writer.writerow([safe_cell(value) for value in header])
-    writer.writerows([safe_cell(value) for value in row] for row in rows)
-    return out.getvalue()
-
-
-def safe_cell(value: object) -> str:
-    """The cell's text, with an apostrophe in front when a spreadsheet could read it as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if starts_like_formula(text) else text
-
-
-def starts_like_formula(text: str) -> bool:
-    """Whether ``text`` starts with tab or CR, or, once NFKC-folded and past leading whitespace and invisible
-    (control and format) characters, with ``= + - @``. A plain decimal number is not a formula."""
-    if text.startswith(("\t", "\r")):
-        return True
-    if _PLAIN_NUMBER.fullmatch(text):
-        return False
-    folded = unicodedata.normalize("NFKC", text)
-    start = next((char for char in folded if not _blank(char)), "")
-    return start in FORMULA_START
-
-
-def _blank(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf")
 
 
 def to_jsonl(results: Sequence[QuestionResult]) -> str:
