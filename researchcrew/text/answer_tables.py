@@ -37,15 +37,25 @@ def _markdown_cell(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
+def row_source(row: TableRow) -> str:
+    """Where a row comes from, in words: "report.pdf, p. 3"."""
+    return ", ".join(part for part in (row.document, row.location) if part)
+
+
 def markdown_table(columns: Sequence[TableColumn], rows: Sequence[TableRow]) -> str:
-    """The rows as a Markdown table, with a last column citing each row's passage ([n]) when any row is cited."""
+    """The rows as a Markdown table, with a last column citing each row's passage ([n]) when any row is cited, else
+    naming each row's document (and page or section) when any row has one."""
     cited = any(row.citation is not None for row in rows)
-    header = [_markdown_cell(header_label(column)) for column in columns] + ([SOURCE_HEADER] if cited else [])
+    named = not cited and any(row_source(row) for row in rows)
+    source = cited or named
+    header = [_markdown_cell(header_label(column)) for column in columns] + ([SOURCE_HEADER] if source else [])
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
     for row in rows:
         cells = [_markdown_cell(cell_text(value)) for value in row.values]
         if cited:
             cells.append(f"[{row.citation}]" if row.citation is not None else "")
+        elif named:
+            cells.append(_markdown_cell(row_source(row)))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -93,6 +103,7 @@ __all__ = [
     "header_label",
     "markdown_table",
     "more_rows_line",
+    "row_source",
     "table_csv",
     "table_markdown",
 ]
