@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from researchcrew.contracts.cost import AnswerCost
     from researchcrew.contracts.deep import DeepReport
     from researchcrew.contracts.follow_up import TokenCount
+    from researchcrew.contracts.tables import AnswerTable, TableRow
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
@@ -297,6 +298,7 @@ class Runtime:
             memory_store=store,
             health=self.source_health(),
             structured=self._structured,
+            save_table=self._save_answer_table,
         )
         if llm is not None:  # the price table loads once, here, not in the first answer
             await asyncio.to_thread(stages.pricing.warm)
@@ -401,6 +403,23 @@ class Runtime:
             raise ConfigurationError("no knowledge-base source is configured (the tools given have no 'rag' source)")
         timeout = sources[0].timeout_s or self.settings.retrieval.timeout_per_source_s
         return await sources[0].search(query, timeout=timeout, num_results=num_results, user_id=user_id)
+
+    async def _save_answer_table(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        response_id: str,
+        question: str,
+        table: AnswerTable,
+        rows: Sequence[TableRow],
+    ) -> None:
+        """A structured answer's result set, persisted with its session in the memory database (opened if this
+        runtime has not opened it yet: paging a table needs it even when nothing is remembered)."""
+        store = await self.memory_store()
+        await store.save_answer_table(
+            user_id=user_id, session_id=session_id, response_id=response_id, question=question, table=table, rows=rows
+        )
 
     async def answer_table(self, user_id: str, session_id: str, table_id: str) -> StoredAnswerTable:
         """The whole result set of a structured answer of the user's session (issue 22): ``page`` gives any slice.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -135,7 +136,8 @@ def attach_table(response: FinalResponse, outcome: StructuredOutcome) -> tuple[F
     everything = [*outcome.all_rows] or [*table.rows]
     all_rows = [row.model_copy(update={"citation": citation_number(citations, row.chunk_id)}) for row in everything]
     total = max(table.total_rows, table.offset + len(shown), len(all_rows))
-    cited_table = table.model_copy(update={"rows": shown, "total_rows": total})
+    # Each answer's table gets its own id: a stage may give the same outcome (and id) to the same question twice.
+    cited_table = table.model_copy(update={"rows": shown, "total_rows": total, "table_id": uuid.uuid4().hex})
     text = response.answer.rstrip()
     rendered = table_markdown(cited_table)
     answer = f"{text}\n\n{rendered}" if text else rendered

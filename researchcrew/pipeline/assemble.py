@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from researchcrew.contracts import ContextChunk, FinalResponse, MemoryInput
 from researchcrew.llm.pricing import Pricing
 from researchcrew.pipeline.reformulate import deterministic_reformulation, llm_reformulation
-from researchcrew.pipeline.stages import ResearchStages, StructuredStage
+from researchcrew.pipeline.stages import ResearchStages, StructuredStage, TableSaver
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
 
@@ -44,14 +44,15 @@ def assemble_stages(
     memory_store: MemoryStore | None = None,
     health: SourceHealth | None = None,
     structured: StructuredStage | None = None,
+    save_table: TableSaver | None = None,
 ) -> ResearchStages:
     """The stages one research run uses. ``memory_writer=None`` remembers nothing; ``memory_unavailable`` says why
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
     session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
     recent failure (None: every question tries every source). ``structured`` chooses each question's route and answers
-    structured questions from annotations (issue 22; None: normal retrieval only); their tables are persisted in
-    ``memory_store`` for "show the rest" and export."""
+    structured questions from annotations (issue 22; None: normal retrieval only); their tables are persisted by
+    ``save_table`` (default: in ``memory_store``) for "show the rest" and export."""
     from researchcrew.pipeline._support import EmbeddingSupport, relevance_support
     from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate._evaluator import Evaluator
@@ -92,7 +93,7 @@ def assemble_stages(
         confidence=settings.confidence,
         pricing=pricing_for(settings, llm),
         structured=structured,
-        save_table=memory_store.save_answer_table if memory_store is not None else None,
+        save_table=save_table or (memory_store.save_answer_table if memory_store is not None else None),
     )
 
 

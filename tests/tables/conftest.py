@@ -20,4 +20,3 @@ async def memory(migrated_sqlite_file: Path, tmp_path: Path) -> AsyncIterator[Me
         yield store
     finally:
         await store.close()
-

@@ -127,9 +127,7 @@ class Failing:
 async def test_a_failing_or_hanging_stage_is_data_and_retrieval_answers() -> None:
     for hang in (False, True):
         retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
-        response = await run_question(
-            stages(Failing(hang), retriever, structured_deadline_s=0.2), ask(PANELS_QUESTION)
-        )
+        response = await run_question(stages(Failing(hang), retriever, structured_deadline_s=0.2), ask(PANELS_QUESTION))
         assert len(retriever.requests) == 1 and response.answer_kind == "extractive"
         assert response.route is not None and response.route.route == "long_text"
         assert ("did not finish" if hang else "failed (RuntimeError)") in response.route.reason
