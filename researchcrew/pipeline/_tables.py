@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from researchcrew.contracts import ContextChunk, FinalResponse, Query, SourceReport
 from researchcrew.contracts.clarification import ClarificationRequest, ClarifyingQuestion
-from researchcrew.contracts.synthesizer import Citation
+from researchcrew.contracts.synthesizer import AnswerSection, Citation, Claim
 from researchcrew.contracts.tables import (
     AnswerTable,
     RouteDecision,
@@ -29,7 +29,7 @@ from researchcrew.contracts.tables import (
     TableRow,
 )
 from researchcrew.pipeline.stages import StructuredStage
-from researchcrew.text.answer_tables import table_markdown
+from researchcrew.text.answer_tables import cell_text, header_label, table_markdown
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +99,37 @@ def label_clarification(
     return clarification_response(query, request, reports)
 
 
+def table_lead(query: Query, run: StructuredRun) -> FinalResponse:
+    """The answer's opening when the structured route answered: what was found (the table follows it, cited row by
+    row, in ``attach_table``); the route's reason when it gives one."""
+    table = run.table
+    total = table.total_rows if table is not None else 0
+    what = f": {table.title}" if table is not None and table.title else ""
+    rows = "row" if total == 1 else "rows"
+    return FinalResponse(
+        query=query,
+        answer=f"Found {total} {rows} in the extracted facts and tables{what}.",
+        answer_kind="extractive",
+        confidence=0.0,
+        confidence_level="insufficient",
+    )
+
+
+def row_claims(response: FinalResponse) -> FinalResponse:
+    """The table answer's statements: one per shown row ("Panel: SP-01; Width (m): 1.01"), cited by the row's
+    passage, so the answer's confidence is measured over the passages its rows come from."""
+    table = response.table
+    if table is None:
+        return response
+    labels = [header_label(column) for column in table.columns]
+    claims = [
+        Claim(text="; ".join(f"{label}: {cell_text(value)}" for label, value in pairs), citations=[row.citation])
+        for row in table.rows
+        if row.citation is not None and (pairs := list(zip(labels, row.values, strict=True)))
+    ]
+    return response.model_copy(update={"sections": [AnswerSection(heading="", claims=claims)] if claims else []})
+
+
 def citation_number(citations: Sequence[Citation], chunk_id: str | None) -> int | None:
     """The number of the citation that cites ``chunk_id`` (itself or as one of its passages)."""
     if chunk_id is None:
@@ -152,5 +183,7 @@ __all__ = [
     "cite_rows",
     "label_clarification",
     "route_after",
+    "row_claims",
     "run_structured",
+    "table_lead",
 ]

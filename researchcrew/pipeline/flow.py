@@ -49,6 +49,7 @@ from researchcrew.contracts import (
     UserPreferences,
 )
 from researchcrew.contracts.chunks import is_evidence
+from researchcrew.contracts.evaluator import ContradictionRecord
 from researchcrew.contracts.follow_up import QuestionRewrite
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
@@ -59,7 +60,15 @@ from researchcrew.pipeline._assessment import assess_answer, band, uncertainty_r
 from researchcrew.pipeline._guard import check_question
 from researchcrew.pipeline._routing import Flow, listen, or_, router, start
 from researchcrew.pipeline._support import Support
-from researchcrew.pipeline._tables import StructuredRun, attach_table, label_clarification, route_after, run_structured
+from researchcrew.pipeline._tables import (
+    StructuredRun,
+    attach_table,
+    label_clarification,
+    route_after,
+    row_claims,
+    run_structured,
+    table_lead,
+)
 from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
 from researchcrew.pipeline.progress import ProgressReporter, reporting
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
@@ -533,8 +542,12 @@ class ResearchFlow(Flow):
             include_sections=self.state.preferences.include_sections,
             response_format=self.state.preferences.response_format,
         )
-        with self._meter.stage("synthesis"):
-            response, timed_out = await self._stages.synthesize(synthesizer_input, self.remaining_s())
+        timed_out = False
+        if self._table_answers():  # the rows are the answer: a lead line here, the table after validation
+            response = table_lead(self._researched_query(), _require(self._structured, "a structured run"))
+        else:
+            with self._meter.stage("synthesis"):
+                response, timed_out = await self._stages.synthesize(synthesizer_input, self.remaining_s())
         if timed_out:
             self.state.partial = True
             self.state.caveats.append(
@@ -557,10 +570,14 @@ class ResearchFlow(Flow):
         self._emit("validate", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         given = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        self.state.response = self._assessed(
-            self._stages.validate_citations(_require(self.state.response, "a draft"), given)
-        )
-        await self._attach_table()
+        if self._table_answers():  # each shown row is a statement cited by its passage
+            await self._attach_table()
+            self.state.response = self._assessed(row_claims(_require(self.state.response, "a table answer")))
+        else:
+            self.state.response = self._assessed(
+                self._stages.validate_citations(_require(self.state.response, "a draft"), given)
+            )
+            await self._attach_table()
         stats = self.state.response.citation_stats
         self._emit(
             "validate",
@@ -590,6 +607,19 @@ class ResearchFlow(Flow):
         )
         reason = uncertainty_reason(self.state.confidence, self._stages.confidence, reports, len(self.state.evidence))
         self.state.response = response.model_copy(update={"final_reason": reason})
+
+    def _table_answers(self) -> bool:
+        """Whether the structured route answered with a table (its rows are the answer, not passages to quote)."""
+        route = self.state.route
+        return self._structured_table() and route is not None and route.route == "structured"
+
+    def _contradictions(self, response: FinalResponse) -> list[ContradictionRecord]:
+        """The disagreements the answer presents: none for a table answer (its rows are different records, not
+        sources that disagree about one value), else the answer's own or the evaluation's."""
+        if self._table_answers():
+            return []
+        evaluation = self.state.evaluation
+        return response.contradictions or (evaluation.contradictions_found if evaluation else [])
 
     def _structured_table(self) -> bool:
         """Whether the structured stage answered with a table (structured or hybrid route)."""
@@ -641,7 +671,7 @@ class ResearchFlow(Flow):
             response,
             evaluation.filtered_context.chunks,
             self._supports,
-            response.contradictions or evaluation.contradictions_found,
+            self._contradictions(response),
             self._stages.confidence,
         )
         stale = ("Confidence is ",)  # the synthesizer's own band note is replaced by the one for this band
@@ -724,7 +754,7 @@ class ResearchFlow(Flow):
                 "caveats": caveats,
                 "partial": response.partial or self.state.partial,
                 "reformulations": self.state.searched[1:],
-                "contradictions": response.contradictions or (evaluation.contradictions_found if evaluation else []),
+                "contradictions": self._contradictions(response),
                 "execution_time_ms": (time.monotonic() - self.state.started_at) * 1000,
                 "coverage": coverage,
                 "quality": evaluation.quality_stats if evaluation else None,
