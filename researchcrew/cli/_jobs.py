@@ -275,9 +275,22 @@ def status(run_id: str, user_id: str, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--format", "export_format", type=click.Choice(["csv", "jsonl", "md"]), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None)
+@click.option(
+    "--tables",
+    "tables_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write each structured question's whole table as CSV into this folder (q<index>-<table>.csv).",
+)
 @_USER
-def results(run_id: str, export_format: str, output: Path | None, user_id: str) -> None:
+def results(run_id: str, export_format: str, output: Path | None, tables_dir: Path | None, user_id: str) -> None:
     """Export a run's results: CSV (one row per question), JSONL (full answers) or a Markdown report."""
+    if tables_dir is not None:
+        files: dict[str, str] = _on_jobs(lambda jobs: jobs.export_tables(user_id, run_id))
+        tables_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            (tables_dir / name).write_text(content, encoding="utf-8", newline="")
+        click.echo(f"Wrote {len(files)} table(s) to {tables_dir}.", err=True)
     text: str = _on_jobs(lambda jobs: jobs.export(user_id, run_id, export_format))
     if output is None:
         click.echo(text, nl=False)
