@@ -382,6 +382,11 @@ class ResearchAssistant:
         in the user's session. Raises ``TableNotFoundError`` for an unknown table (or another user's)."""
         if offset < 0 or not 1 <= limit <= 10_000:
             raise ConfigurationError(f"offset must be >= 0 and limit 1-10000, got offset={offset}, limit={limit}")
+        if self._client is not None:
+            from researchcrew.contracts.tables import AnswerTable
+
+            page = await self._client.table(user_id, session_id, table_id, offset=offset, limit=min(limit, 1_000))
+            return AnswerTable.model_validate(page)
         stored = await self.runtime.answer_table(user_id, session_id, table_id)
         return stored.page(offset, limit)
 
@@ -392,8 +397,11 @@ class ResearchAssistant:
         ``path`` too when given. Raises ``TableNotFoundError`` for an unknown table (or another user's)."""
         from researchcrew.text.answer_tables import table_csv
 
-        stored = await self.runtime.answer_table(user_id, session_id, table_id)
-        text = table_csv(stored.columns, stored.rows)
+        if self._client is not None:
+            text = await self._client.table_csv(user_id, session_id, table_id)
+        else:
+            stored = await self.runtime.answer_table(user_id, session_id, table_id)
+            text = table_csv(stored.columns, stored.rows)
         if path is not None:
             await asyncio.to_thread(Path(path).write_text, text, encoding="utf-8", newline="")
         return text

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
+import pytest
+
+from researchcrew.assistant import ResearchAssistant
+from researchcrew.client import ServiceClient
 from researchcrew.contracts.tables import AnswerTable, TableColumn, TableRow
+from researchcrew.errors import ResearchCrewError
 from researchcrew.memory.store import MemoryStore
 from researchcrew.settings import ServiceSettings, Settings
 from tests.deep.corpus import CorpusTool
@@ -51,6 +57,24 @@ async def test_tables_over_http(tmp_path: Path, memory: MemoryStore) -> None:
             assert missing.json()["type"].endswith("table-not-found")
         assert (await http.get(url, headers=ada, params={"limit": 0})).status_code == 422
         assert (await http.get(url, headers=ada, params={"format": "xlsx"})).status_code == 422
+
+        # The SDK through the service (service_url): the same page and CSV, and another user's table not found.
+        for key, user in ((ada, "ada"), (bob, "bob")):
+            api_key = key["Authorization"].split()[1]
+            sdk = ResearchAssistant(service_url="http://service.test", api_key=api_key)
+            # The client the SDK builds for service_url, on the app in this process instead of a socket.
+            in_process = httpx.ASGITransport(service.app)
+            sdk._client = ServiceClient("http://service.test", api_key=api_key, transport=in_process)
+            try:
+                if user == "bob":
+                    with pytest.raises(ResearchCrewError, match="table"):
+                        await sdk.table(s1, table_id, user_id=user)
+                    continue
+                remote = await sdk.table(s1, table_id, offset=20, limit=5, user_id=user)
+                assert [row.values[0] for row in remote.rows] == ["SP-21", "SP-22", "SP-23"]
+                assert await sdk.export_table(s1, table_id, user_id=user) == csv.text
+            finally:
+                await sdk.aclose()
 
         rest = await http.post(f"/v1/sessions/{s1}/messages", headers=ada, json={"question": "show the rest"})
         assert rest.status_code == 200 and "Rows 11–20 of 23" in rest.json()["answer"]
