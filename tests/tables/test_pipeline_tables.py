@@ -20,6 +20,7 @@ from tests.tables.support import (
     PANELS_QUESTION,
     TOO_LITTLE_QUESTION,
     FixedStage,
+    panels_outcome,
 )
 
 TEXT = "Solar panels convert sunlight into electricity; their width varies by model and maker."
@@ -146,3 +147,19 @@ async def test_without_a_structured_stage_nothing_changes() -> None:
     response = await run_question(stages(None, retriever), ask(PANELS_QUESTION), on_event=events.append)
     assert response.route is None and response.table is None
     assert not [event for event in events if event.stage == "route"]
+
+
+async def test_the_hybrid_route_searches_the_text_too_and_adds_the_table() -> None:
+    outcome = panels_outcome(3)
+    hybrid = outcome.model_copy(
+        update={"route": outcome.route.model_copy(update={"route": "hybrid", "tried": ["hybrid"]})}
+    )
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    response = await run_question(
+        stages(FixedStage({PANELS_QUESTION: hybrid}), retriever, save_table=Saved()), ask(PANELS_QUESTION)
+    )
+    assert len(retriever.requests) == 1  # the text was searched as well
+    assert response.route is not None and response.route.tried == ["hybrid"]
+    assert response.table is not None and len(response.table.rows) == 3 and response.table.more_rows == 0
+    assert all(row.citation is not None for row in response.table.rows)
+    assert "more rows" not in response.answer and "| SP-03 | 1.03 |" in response.answer
