@@ -61,6 +61,16 @@ async def run_structured(stage: StructuredStage, request: StructuredRequest) -> 
         return StructuredRun(None, f"the structured search failed ({type(error).__name__})")
 
 
+def shown_evidence(outcome: StructuredOutcome) -> list[ContextChunk]:
+    """The passages of the rows the answer shows: what joins the evidence to evaluate and cite. The other rows'
+    passages stay with the persisted result set (a thousand rows must not make a thousand passages to check)."""
+    table = outcome.table
+    if table is None:
+        return []
+    wanted = {row.chunk_id for row in table.rows if row.chunk_id is not None}
+    return [chunk for chunk in outcome.evidence if chunk.chunk_id in wanted]
+
+
 def route_after(run: StructuredRun, *, retrieval: bool) -> RouteDecision | None:
     """The route as it was followed: the stage's decision, with ``tried`` completed by the normal retrieval that
     ran after it (a fallback when the structured route found too little)."""
@@ -185,5 +195,6 @@ __all__ = [
     "route_after",
     "row_claims",
     "run_structured",
+    "shown_evidence",
     "table_lead",
 ]

@@ -67,6 +67,7 @@ from researchcrew.pipeline._tables import (
     route_after,
     row_claims,
     run_structured,
+    shown_evidence,
     table_lead,
 )
 from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
@@ -252,7 +253,7 @@ class ResearchFlow(Flow):
         answered = run.table is not None and outcome is not None and outcome.route.route == "structured"
         self.state.route = route_after(run, retrieval=not answered and not asks)
         if outcome is not None and run.table is not None:
-            for chunk in outcome.evidence:
+            for chunk in shown_evidence(outcome):
                 self.state.evidence.setdefault(chunk.chunk_id, chunk)
         route = self.state.route
         self._emit(
@@ -289,7 +290,7 @@ class ResearchFlow(Flow):
             return None
         if route is None or route.route != "structured":
             return None
-        chunks = list(run.outcome.evidence)
+        chunks = shown_evidence(run.outcome)
         return RetrieverOutput(
             aggregated_context=AggregatedContext(query_text=text, chunks=chunks),
             retrieval_status="success",

@@ -84,6 +84,9 @@ async def test_a_structured_table_answers_with_cited_rows_and_says_how_many_more
     stored = saved.calls[0]
     assert (stored["user_id"], stored["session_id"], stored["table"].table_id) == ("ada", "s1", table.table_id)
     assert len(stored["rows"]) == 23
+    # Only the shown rows' passages are evaluated and cited; the other 13 stay with the persisted result set.
+    [retrieved] = [event for event in events if event.stage == "retrieve" and event.status == "finished"]
+    assert retrieved.detail["structured"] is True and retrieved.detail["chunks"] == 10
     route_events = [event for event in events if event.stage == "route"]
     assert [event.status for event in route_events] == ["started", "finished"]
     assert route_events[1].detail["route"] == "structured" and route_events[1].detail["rows"] == 23
