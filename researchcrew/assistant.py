@@ -61,10 +61,12 @@ if TYPE_CHECKING:
     from crewai import BaseLLM
 
     from researchcrew.client import ServiceClient
+    from researchcrew.contracts.tables import AnswerTable
     from researchcrew.deep.export import ExportedReport
     from researchcrew.jobs.api import Jobs
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.store import MemoryStore
+    from researchcrew.pipeline.stages import StructuredStage
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,7 @@ class ResearchAssistant:
         remember: bool = True,
         service_url: str | None = None,
         api_key: str | None = None,
+        structured: StructuredStage | None = None,
     ) -> None:
         """``service_url`` (``unix:///path/service.sock`` or ``http://host:port``, with ``api_key`` over HTTP): ask
         through that running service; the other arguments describe an in-process runtime and cannot be combined
@@ -108,6 +111,7 @@ class ResearchAssistant:
             "knowledge_base": knowledge_base,
             "memory_store": memory_store,
             "remember": remember,
+            "structured": structured,
         }
         self._runtime: Runtime | None = None
         self._jobs: Jobs | None = None
@@ -370,6 +374,37 @@ class ResearchAssistant:
     async def resume_research(self, run_id: str, *, user_id: str = "default") -> DeepRun:
         """Continue a paused run whose answer or decision was sent with ``resume=False`` (or by another process)."""
         return await (await self.runtime.deep_research()).resume_research(run_id, user_id=user_id)
+
+    async def table(
+        self, session_id: str, table_id: str, *, offset: int = 0, limit: int = 50, user_id: str = "default"
+    ) -> AnswerTable:
+        """Rows ``offset`` .. ``offset + limit`` of a structured answer's table (``FinalResponse.table.table_id``)
+        in the user's session. Raises ``TableNotFoundError`` for an unknown table (or another user's)."""
+        if offset < 0 or not 1 <= limit <= 10_000:
+            raise ConfigurationError(f"offset must be >= 0 and limit 1-10000, got offset={offset}, limit={limit}")
+        if self._client is not None:
+            from researchcrew.contracts.tables import AnswerTable
+
+            page = await self._client.table(user_id, session_id, table_id, offset=offset, limit=min(limit, 1_000))
+            return AnswerTable.model_validate(page)
+        stored = await self.runtime.answer_table(user_id, session_id, table_id)
+        return stored.page(offset, limit)
+
+    async def export_table(
+        self, session_id: str, table_id: str, *, path: str | Path | None = None, user_id: str = "default"
+    ) -> str:
+        """All rows of a structured answer's table as CSV (guarded against spreadsheet formulas), written to
+        ``path`` too when given. Raises ``TableNotFoundError`` for an unknown table (or another user's)."""
+        from researchcrew.text.answer_tables import table_csv
+
+        if self._client is not None:
+            text = await self._client.table_csv(user_id, session_id, table_id)
+        else:
+            stored = await self.runtime.answer_table(user_id, session_id, table_id)
+            text = table_csv(stored.columns, stored.rows)
+        if path is not None:
+            await asyncio.to_thread(Path(path).write_text, text, encoding="utf-8", newline="")
+        return text
 
     async def get_research_run(self, run_id: str, *, user_id: str = "default") -> DeepRun:
         """A deep run as it is now."""

@@ -184,3 +184,7 @@ class DocumentNotFoundError(DocumentError):
 
 class DocumentForbiddenError(DocumentError):
     """The user may not add documents to the collection named."""
+
+
+class TableNotFoundError(ResearchCrewError):
+    """No such answer table in this user's session (another user's tables answer exactly like missing ones)."""

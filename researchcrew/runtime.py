@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from researchcrew.contracts import FinalResponse, ProgressEvent, UserPreferences
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.errors import ConfigurationError
-from researchcrew.pipeline.conversation import Conversation, RunsOfUser
+from researchcrew.pipeline.conversation import Conversation, RunsOfUser, TableCommand
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool, ToolResult
 
@@ -46,15 +46,17 @@ if TYPE_CHECKING:
     from researchcrew.contracts.cost import AnswerCost
     from researchcrew.contracts.deep import DeepReport
     from researchcrew.contracts.follow_up import TokenCount
+    from researchcrew.contracts.tables import AnswerTable, TableRow
     from researchcrew.deep.runner import DeepResearch, DeepResources
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.knowledge.collection import KnowledgeBase
     from researchcrew.memory.outbox import OutboxWorker
+    from researchcrew.memory.records import StoredAnswerTable
     from researchcrew.memory.store import MemoryStore
     from researchcrew.memory.usage_ledger import UsageKind, UsageLedger
     from researchcrew.memory.zep import ZepMemory
     from researchcrew.pipeline.remember.writer import MemoryWriter
-    from researchcrew.pipeline.stages import ResearchStages
+    from researchcrew.pipeline.stages import ResearchStages, StructuredStage
     from researchcrew.tools.health import SourceHealth
     from researchcrew.tools.limits import SharedLimits
 
@@ -85,6 +87,7 @@ class Runtime:
         knowledge_base: KnowledgeBase | None = None,
         memory_store: MemoryStore | None = None,
         remember: bool = True,
+        structured: StructuredStage | None = None,
     ) -> None:
         from researchcrew.llm import quiet_crewai
 
@@ -107,8 +110,11 @@ class Runtime:
         self._tools: list[Tool] | None = None
         self._usage_ledger: UsageLedger | None = None
         self._deep: DeepResearch | None = None
+        self._structured = structured  # issue 22: the route choice and structured answers (None: retrieval only)
         # What each message of a session is (a reply to a waiting question, or new), for every door.
-        self.conversation = Conversation(history=lambda: self._memory_store, research_runs=self._research_runs)
+        self.conversation = Conversation(
+            history=lambda: self._memory_store, research_runs=self._research_runs, tables=lambda: self._memory_store
+        )
         self._locks: dict[str, asyncio.Lock] = {}
         self._closed = False
         # Why the memory store could not be opened (None: it is open, or not needed); answers come back without
@@ -247,7 +253,7 @@ class Runtime:
     async def _build_stages(self) -> ResearchStages:
         import importlib
 
-        from researchcrew.pipeline.assemble import assemble_stages, default_tools
+        from researchcrew.pipeline.assemble import assemble_stages, default_structured_stage, default_tools
 
         # The pipeline's modules (their pydantic models) take a moment to import: import them off the event loop
         # now, or the first question blocks every other coroutine of the process that long.
@@ -282,6 +288,11 @@ class Runtime:
             from researchcrew.pipeline.remember.writer import MemoryWriter
 
             self._memory_writer = MemoryWriter(store, llm=llm, zep_outbox=await self.outbox_worker())
+        structured = self._structured
+        if structured is None and self._given_tools is None:  # the built-in sources: their knowledge base's annotations
+            structured = default_structured_stage(
+                self.settings, knowledge_base=await self.knowledge_base(), memory_store=store, llm=llm
+            )
         stages = assemble_stages(
             self.settings,
             tools=tools,
@@ -291,6 +302,8 @@ class Runtime:
             memory_unavailable=self._memory_failure if self.remember else None,
             memory_store=store,
             health=self.source_health(),
+            structured=structured,
+            save_table=self._save_answer_table,
         )
         if llm is not None:  # the price table loads once, here, not in the first answer
             await asyncio.to_thread(stages.pricing.warm)
@@ -323,6 +336,8 @@ class Runtime:
         if not remember:
             stages = dataclasses.replace(stages, remember=_remember_nothing)
         turn = await self.conversation.quick_turn(request, clarify=clarify)
+        if isinstance(turn, TableCommand):  # "show the rest" / "export that table": read from the session's table
+            return await self.conversation.table_reply(turn)
         request = turn.request
         preferences = request.response.applied_to(await self.learned_preferences(request.user_id))
         response = await run_question(
@@ -393,6 +408,35 @@ class Runtime:
             raise ConfigurationError("no knowledge-base source is configured (the tools given have no 'rag' source)")
         timeout = sources[0].timeout_s or self.settings.retrieval.timeout_per_source_s
         return await sources[0].search(query, timeout=timeout, num_results=num_results, user_id=user_id)
+
+    async def _save_answer_table(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        response_id: str,
+        question: str,
+        table: AnswerTable,
+        rows: Sequence[TableRow],
+    ) -> None:
+        """A structured answer's result set, persisted with its session in the memory database (opened if this
+        runtime has not opened it yet: paging a table needs it even when nothing is remembered)."""
+        store = await self.memory_store()
+        await store.save_answer_table(
+            user_id=user_id, session_id=session_id, response_id=response_id, question=question, table=table, rows=rows
+        )
+
+    async def answer_table(self, user_id: str, session_id: str, table_id: str) -> StoredAnswerTable:
+        """The whole result set of a structured answer of the user's session (issue 22): ``page`` gives any slice.
+        Raises ``TableNotFoundError`` for an unknown table, or another user's or another session's."""
+        from researchcrew.errors import TableNotFoundError
+
+        table = await (await self.memory_store()).answer_table(
+            user_id=user_id, session_id=session_id, table_id=table_id
+        )
+        if table is None:
+            raise TableNotFoundError(f"no table {table_id!r} in session {session_id!r}")
+        return table
 
     async def last_session(self, user_id: str) -> str | None:
         """The session of ``user_id``'s latest remembered exchange (None: nothing remembered yet)."""
@@ -604,12 +648,14 @@ def open_runtime(
     knowledge_base: KnowledgeBase | None = None,
     memory_store: MemoryStore | None = None,
     remember: bool = True,
+    structured: StructuredStage | None = None,
 ) -> Runtime:
     """The runtime for ``settings`` (default: from the environment). Nothing is opened yet.
 
     Overrides, for tests and SDK users with their own services: ``tools`` replaces the built-in sources (then the
     knowledge base is not opened), ``llm`` the configured model, ``knowledge_base`` and ``memory_store`` the
-    embedded defaults (given ones are not closed by ``aclose``). ``remember=False`` stores nothing.
+    embedded defaults (given ones are not closed by ``aclose``). ``remember=False`` stores nothing. ``structured``
+    answers structured questions from annotations (issue 22; None: normal retrieval only).
     """
     return Runtime(
         settings or Settings(),
@@ -618,6 +664,7 @@ def open_runtime(
         knowledge_base=knowledge_base,
         memory_store=memory_store,
         remember=remember,
+        structured=structured,
     )
 
 

@@ -38,6 +38,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
         "collections",
         "Add, list and remove shared document collections and their members.",
     ),
+    "tables": ("researchcrew.cli._tables", "tables", "Show or export the tables of structured answers (CSV)."),
     "status": ("researchcrew.cli._status", "status", "Each source's health: healthy, or backing off after a failure."),
 }
 

@@ -153,6 +153,12 @@ def _print_answer(response: FinalResponse, as_json: bool) -> None:
         echo_json(response.model_dump(mode="json"))
     else:
         click.echo(render_answer(response))
+        if response.table is not None:  # issue 22: the whole table, paged or as CSV
+            session, table = response.query.session_id, response.table
+            click.echo(
+                f"Table: {table.table_id}, {table.total_rows} rows (researchcrew tables show {session} "
+                f"{table.table_id} --csv -o table.csv)"
+            )
         click.echo(f"Session: {response.query.session_id} (ask a follow-up with --continue)")
 
 
@@ -197,6 +203,9 @@ def render_answer(response: FinalResponse) -> str:
         lines.append(f"Why: {response.final_reason}")
     if response.rewrite is not None:
         lines.append(f"Researched as: {response.rewrite.standalone}")
+    if response.route is not None:  # issue 22: which route answered, and the fallbacks it took
+        tried = " → ".join(response.route.tried)
+        lines.append(f"Route: {response.route.route}" + (f" (tried {tried})" if len(response.route.tried) > 1 else ""))
     lines += ["", response.answer.strip(), ""]
     if response.citations:
         lines.append("Sources:")

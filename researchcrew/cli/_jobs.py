@@ -275,11 +275,31 @@ def status(run_id: str, user_id: str, as_json: bool) -> None:
 @click.argument("run_id")
 @click.option("--format", "export_format", type=click.Choice(["csv", "jsonl", "md"]), default="csv", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=None)
+@click.option(
+    "--tables",
+    "tables_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also write each structured question's whole table as CSV into this folder (q<index>-<table>.csv).",
+)
 @_USER
-def results(run_id: str, export_format: Literal["csv", "jsonl", "md"], output: Path | None, user_id: str) -> None:
+def results(
+    run_id: str,
+    export_format: Literal["csv", "jsonl", "md"],
+    output: Path | None,
+    tables_dir: Path | None,
+    user_id: str,
+) -> None:
     """Export a run's results: CSV (one row per question), JSONL (full answers) or a Markdown report. What the run
     cost is in the CSV's run_cost_usd column and the report's summary; beside a JSONL file (whose every line is one
-    question's result) it is FILE.run.json, the run as `jobs status --json` prints it."""
+    question's result) it is FILE.run.json, the run as `jobs status --json` prints it. ``--tables DIR`` also writes
+    each structured question's whole table as CSV."""
+    if tables_dir is not None:
+        files: dict[str, str] = _on_jobs(lambda jobs: jobs.export_tables(user_id, run_id))
+        tables_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            (tables_dir / name).write_text(content, encoding="utf-8", newline="")
+        click.echo(f"Wrote {len(files)} table(s) to {tables_dir}.", err=True)
 
     async def export(jobs: Jobs) -> tuple[str, RunInfo]:
         return await jobs.export(user_id, run_id, export_format), await jobs.status(user_id, run_id)

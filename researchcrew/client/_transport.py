@@ -183,6 +183,27 @@ class ServiceClient:
         report: dict[str, Any] = await self.request("POST", "/v1/kb/reindex", timeout_s=None)
         return report
 
+    async def table(
+        self, user_id: str, session_id: str, table_id: str, *, offset: int = 0, limit: int = 50
+    ) -> dict[str, Any]:
+        """A page of a structured answer's table (``GET /v1/sessions/{id}/tables/{table_id}``)."""
+        path = f"/v1/sessions/{_segment(session_id)}/tables/{_segment(table_id)}"
+        page: dict[str, Any] = await self.request(
+            "GET", path, user_id=user_id, params={"offset": offset, "limit": limit}
+        )
+        return page
+
+    async def table_csv(self, user_id: str, session_id: str, table_id: str) -> str:
+        """All rows of a structured answer's table as CSV (``?format=csv``)."""
+        path = f"/v1/sessions/{_segment(session_id)}/tables/{_segment(table_id)}"
+        try:
+            response = await self._http.get(path, headers={USER_HEADER: user_id}, params={"format": "csv"})
+        except httpx.HTTPError as error:
+            raise ServiceError(f"the service at {self.url} did not answer: {error or type(error).__name__}") from error
+        if response.status_code >= 400:
+            raise problem_of(response.status_code, response.text)
+        return response.text
+
     async def export_memory(self, user_id: str) -> dict[str, Any]:
         """Everything stored about ``user_id`` (over HTTP: the key's user)."""
         data: dict[str, Any] = await self.request("GET", "/v1/memory", user_id=user_id, timeout_s=None)

@@ -25,6 +25,7 @@ from researchcrew.contracts.chunks import SourceReport
 Stage = Literal[
     "guard",
     "rewrite",  # a follow-up made stand-alone; detail: rewritten, original, standalone, method, reason
+    "route",  # issue 22: the route chosen (structured, hybrid, long_text); detail: route, intent, reason, rows
     "retrieve",
     "evaluate",
     "confidence",

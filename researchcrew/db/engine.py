@@ -48,7 +48,7 @@ T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 # The newest revision in MIGRATIONS_DIR, spelled out so that opening a current database needs no Alembic import.
 # Bump it with every new revision (tests/memory_store/test_migrations.py checks it against the scripts).
-HEAD_REVISION = "0012"
+HEAD_REVISION = "0013"
 _VERSION_TABLE = "alembic_version"  # Alembic's default, which env.py keeps
 SQLITE_BUSY_TIMEOUT_S = 30.0
 # Any constant works; it only has to be the same in every process that migrates this database.

@@ -307,3 +307,26 @@ class UsageRow(Base):
     calls: Mapped[int] = mapped_column(Integer)
     cost_usd: Mapped[float | None] = mapped_column(Float, default=None)  # None: the model's price is unknown
     model: Mapped[str | None] = mapped_column(String(255), default=None)
+
+
+class AnswerTableRow(Base):
+    """The whole result set of a structured answer (issue 22): every row found, for "show the rest" and CSV export.
+    ``shown`` is how many rows the session has seen so far (the next "show the rest" starts there)."""
+
+    __tablename__ = "memory_answer_tables"
+    __table_args__ = (Index("ix_memory_answer_tables_user_session", "user_id", "session_id", "created_at"),)
+
+    table_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    session_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    response_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    question: Mapped[str] = mapped_column(Text)
+    title: Mapped[str] = mapped_column(String(500))
+    columns: Mapped[list[Any]]
+    rows: Mapped[list[Any]]
+    aggregates: Mapped[list[Any]]
+    notes: Mapped[list[Any]]
+    total_rows: Mapped[int] = mapped_column(Integer)
+    page_size: Mapped[int] = mapped_column(Integer)
+    shown: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime]

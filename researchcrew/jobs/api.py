@@ -340,6 +340,28 @@ class Jobs:
             previous = (await store.get_run(previous_row.id), await store.results(previous_row.id))
         return to_markdown(await store.get_run(run_id), results, previous=previous)
 
+    async def export_tables(self, user_id: str, run_id: str) -> dict[str, str]:
+        """The whole table of each structured question of the run, as CSV (issue 22): file name
+        (``q<index>-<table id>.csv``) → CSV text. A table no longer stored (forgotten) gives the rows its answer
+        showed. Questions answered without a table give nothing."""
+        from researchcrew.errors import TableNotFoundError
+        from researchcrew.text.answer_tables import table_csv
+
+        store = await self.store()
+        await store.run_row(run_id, owner=user_id)  # another user's run is not found
+        files: dict[str, str] = {}
+        for result in await store.results(run_id, owner=user_id):
+            table = result.response.table if result.response is not None else None
+            if result.response is None or table is None:
+                continue
+            try:
+                stored = await self.runtime.answer_table(user_id, result.response.query.session_id, table.table_id)
+                columns, rows = stored.columns, stored.rows
+            except TableNotFoundError:
+                columns, rows = table.columns, table.rows
+            files[f"q{result.index:03d}-{table.table_id}.csv"] = table_csv(columns, rows)
+        return files
+
     # Lifecycle --------------------------------------------------------------------------------------------------
     async def aclose(self) -> None:
         """Stop background runs (their questions in progress go back to pending, for the next start) and the

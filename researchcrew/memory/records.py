@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, computed_field
 
 from researchcrew.contracts.query import UserPreferences
+from researchcrew.contracts.tables import AggregateResult, AnswerTable, TableColumn, TableRow
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=512)]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -252,3 +253,43 @@ class OutboxItem(_Record):
         if self.delivered_at is not None:
             return "delivered"
         return "dead" if self.dead_at is not None else "pending"
+
+
+# ---- answer tables (issue 22) -------------------------------------------------------------------------------
+
+
+class StoredAnswerTable(_Record):
+    """The whole result set of one structured answer, as persisted with its session: ``page`` gives any slice of it
+    as the ``AnswerTable`` the doors show; ``shown`` is where the session's next "show the rest" starts."""
+
+    table_id: str
+    user_id: str
+    session_id: str
+    response_id: str
+    question: str
+    title: str
+    columns: list[TableColumn]
+    rows: list[TableRow]
+    aggregates: list[AggregateResult] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    page_size: int = 10
+    shown: int = 0
+    created_at: datetime
+
+    @property
+    def total_rows(self) -> int:
+        return len(self.rows)
+
+    def page(self, offset: int, limit: int) -> AnswerTable:
+        """Rows ``offset`` .. ``offset + limit`` (clamped to the result set) as an ``AnswerTable``."""
+        start = max(0, min(offset, len(self.rows)))
+        return AnswerTable(
+            table_id=self.table_id,
+            title=self.title,
+            columns=self.columns,
+            rows=self.rows[start : start + max(0, limit)],
+            offset=start,
+            total_rows=len(self.rows),
+            aggregates=self.aggregates,
+            notes=self.notes,
+        )

@@ -36,6 +36,7 @@ from researchcrew.db import session as db_session
 from researchcrew.db.engine import Reader, create_engine, dialect_insert, upgrade
 from researchcrew.db.failures import store_failure
 from researchcrew.db.models import (
+    AnswerTableRow,
     ChatSessionRow,
     DeepRunRow,
     EntityRow,
@@ -50,6 +51,7 @@ from researchcrew.db.models import (
     UserStateRow,
 )
 from researchcrew.errors import MemoryStoreError, ModelUnavailableError
+from researchcrew.memory import _answer_tables as answer_tables
 from researchcrew.memory import _graph_store as graph_store
 from researchcrew.memory import _outbox_store as outbox_store
 from researchcrew.memory import _session_store as session_store
@@ -72,6 +74,7 @@ from researchcrew.memory.records import (
     RecalledExchange,
     RelationshipRecord,
     SessionSummary,
+    StoredAnswerTable,
     StoredPreferences,
 )
 from researchcrew.redaction import mask_url
@@ -79,6 +82,7 @@ from researchcrew.redaction import mask_url
 if TYPE_CHECKING:
     from researchcrew.contracts.query import Query
     from researchcrew.contracts.synthesizer import FinalResponse
+    from researchcrew.contracts.tables import AnswerTable, TableRow
     from researchcrew.embedding.embedder import Embedder
     from researchcrew.settings import EmbeddingSettings, Settings
 
@@ -598,6 +602,50 @@ class MemoryStore:
         async with self._writing() as session:
             return await outbox_store.prune_delivered(session, delivered_before=delivered_before)
 
+    # ---- answer tables (issue 22) ---------------------------------------------------------------------------
+    @_guarded("save_answer_table")
+    async def save_answer_table(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        response_id: str,
+        question: str,
+        table: AnswerTable,
+        rows: Sequence[TableRow],
+    ) -> None:
+        """Persist a structured answer's whole result set (``rows``; ``table`` is the page the answer showed) with
+        its session, for "show the rest" and CSV export."""
+        async with self._writing() as session:
+            await answer_tables.save(
+                session,
+                user_id=user_id,
+                session_id=session_id,
+                response_id=response_id,
+                question=question,
+                table=table,
+                rows=rows,
+                now=_utcnow(),
+            )
+
+    @_guarded("answer_table")
+    async def answer_table(self, *, user_id: str, session_id: str, table_id: str) -> StoredAnswerTable | None:
+        """The table ``table_id`` of the user's session; None when there is none (or it is another's)."""
+        async with self._read() as session:
+            return await answer_tables.one(session, user_id=user_id, session_id=session_id, table_id=table_id)
+
+    @_guarded("last_answer_table")
+    async def last_answer_table(self, *, user_id: str, session_id: str) -> StoredAnswerTable | None:
+        """The session's latest answer table, if any."""
+        async with self._read() as session:
+            return await answer_tables.last(session, user_id=user_id, session_id=session_id)
+
+    @_guarded("mark_table_shown")
+    async def mark_table_shown(self, *, user_id: str, table_id: str, shown: int) -> None:
+        """Record that the session has seen the table's rows up to ``shown`` (where "show the rest" goes on)."""
+        async with self._writing() as session:
+            await answer_tables.mark_shown(session, user_id=user_id, table_id=table_id, shown=shown)
+
     # ---- privacy -------------------------------------------------------------------------------------------
     @_guarded("export_user")
     async def export_user(self, *, user_id: str) -> dict[str, Any]:
@@ -618,6 +666,7 @@ class MemoryStore:
             preferences = await graph_store.get_preferences(session, user_id=user_id)
             sessions = await session_store.sessions_of(session, user_id=user_id)
             outbox = await outbox_store.items_of(session, user_id=user_id)
+            tables = await answer_tables.of_user(session, user_id=user_id)
             deep_runs = (
                 await session.execute(
                     select(DeepRunRow.__table__).where(DeepRunRow.user_id == user_id).order_by(DeepRunRow.created_at)
@@ -651,6 +700,7 @@ class MemoryStore:
                 {"session_id": sid, "title": title, "created_at": created.isoformat()}
                 for sid, title, created in chat_sessions
             ],
+            "answer_tables": [table.model_dump(mode="json") for table in tables],
         }
 
     @_guarded("forget_user")
@@ -674,6 +724,7 @@ class MemoryStore:
                 ("deep_runs", DeepRunRow),
                 ("sessions", ChatSessionRow),  # the chat service's session titles
                 ("usage", UsageRow),  # what each answer spent (the usage view and the budget)
+                ("answer_tables", AnswerTableRow),  # structured answers' result sets (issue 22)
             ):
                 core: Any = table.__table__
                 result = await session.execute(delete(core).where(core.c.user_id == user_id))

@@ -194,7 +194,9 @@ class AnnotationStage:
 
     def _decide(self, request: StructuredRequest, question: ParsedQuestion, coverage: Coverage) -> RouteDecision:
         rules = rule_route(question, coverage)
-        if self.llm is None or not coverage.healthy:
+        # The model is asked only when the annotations hold the question's fields: otherwise no route but the text
+        # one can answer, and a call per question (latency, cost) would decide nothing.
+        if self.llm is None or not coverage.healthy or not coverage.fields:
             return rules
         messages = [
             {"role": "system", "content": _SYSTEM},

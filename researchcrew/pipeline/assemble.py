@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from researchcrew.contracts import ContextChunk, FinalResponse, MemoryInput
 from researchcrew.llm.pricing import Pricing
 from researchcrew.pipeline.reformulate import deterministic_reformulation, llm_reformulation
-from researchcrew.pipeline.stages import ResearchStages
+from researchcrew.pipeline.stages import ResearchStages, StructuredStage, TableSaver
 from researchcrew.settings import Settings
 from researchcrew.tools.base import Tool
 
@@ -43,12 +43,16 @@ def assemble_stages(
     memory_unavailable: str | None = None,
     memory_store: MemoryStore | None = None,
     health: SourceHealth | None = None,
+    structured: StructuredStage | None = None,
+    save_table: TableSaver | None = None,
 ) -> ResearchStages:
     """The stages one research run uses. ``memory_writer=None`` remembers nothing; ``memory_unavailable`` says why
     (the store could not be opened), and answers then say so. ``embedder`` measures how well evidence supports the
     question (without one, each source's own relevance stands in). ``memory_store`` is where the follow-up stage reads
     session summaries (None: every question is researched as asked). ``health`` skips sources backing off after a
-    recent failure (None: every question tries every source)."""
+    recent failure (None: every question tries every source). ``structured`` chooses each question's route and answers
+    structured questions from annotations (issue 22; None: normal retrieval only); their tables are persisted by
+    ``save_table`` (default: in ``memory_store``) for "show the rest" and export."""
     from researchcrew.pipeline._support import EmbeddingSupport, knowledge_base_null, relevance_support
     from researchcrew.pipeline.clarify import evidence_clarifier
     from researchcrew.pipeline.evaluate._evaluator import Evaluator
@@ -92,6 +96,8 @@ def assemble_stages(
         ),
         confidence=settings.confidence,
         pricing=pricing_for(settings, llm),
+        structured=structured,
+        save_table=save_table or (memory_store.save_answer_table if memory_store is not None else None),
     )
 
 
@@ -132,6 +138,21 @@ def _follow_up(
     if llm is not None and settings.follow_up.use_llm:
         options["follow_up"] = llm_rewriter(llm, timeout_s=settings.follow_up.timeout_s)
     return options
+
+
+def default_structured_stage(
+    settings: Settings, *, knowledge_base: KnowledgeBase, memory_store: MemoryStore | None, llm: BaseLLM | None
+) -> StructuredStage | None:
+    """The structured stage over the knowledge base's annotations (issue 22), with the same collection access as the
+    knowledge-base search: None when the knowledge base is not a source or annotations are off
+    (``settings.structured.annotate``)."""
+    if "rag" not in settings.enabled_sources:
+        return None
+    from researchcrew.knowledge.collections_store import CollectionsStore
+    from researchcrew.pipeline._structured import annotation_stage
+
+    access = CollectionsStore(memory_store.engine) if memory_store else None
+    return annotation_stage(knowledge_base, access=access, llm=llm)
 
 
 def default_tools(

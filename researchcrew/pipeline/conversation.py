@@ -12,6 +12,10 @@ A session may have something waiting for the user's next message:
   /v1/sessions/{id}/messages``, the SDK's ``ask_in_session``) hand it to the run; doors that give only quick answers
   ask with ``deep=False`` (a run's plan is decided with ``decide_plan``, never by a free-text message).
 
+* a structured answer's table (issue 22): "show the rest" (or "more rows", "next page") pages through the session's
+  last table from where the session left it; "export that table" (or "download as csv") gives it as CSV. The reply
+  is built here (``table_reply``) from the persisted result set: no source is searched, nothing is remembered.
+
 A message that reads as a new question of its own (``looks_like_new_question``: a question sharing no content word
 with the waiting one) is a new question either way. When both wait, the deep run is asked first.
 
@@ -23,6 +27,7 @@ are read from the deep-run store each time.
 from __future__ import annotations
 
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +41,7 @@ from researchcrew.pipeline.clarify import looks_like_new_question, merge_reply
 
 if TYPE_CHECKING:
     from researchcrew.contracts.synthesizer import FinalResponse
-    from researchcrew.memory.records import ExchangeRecord
+    from researchcrew.memory.records import ExchangeRecord, StoredAnswerTable
 
 logger = logging.getLogger(__name__)
 
@@ -107,8 +112,57 @@ class ResearchReply:
     kind: Literal["research_reply"] = field(default="research_reply", init=False)
 
 
-QuickTurn = NewQuestion | ClarificationReply
-Turn = NewQuestion | ClarificationReply | ResearchReply
+TableAction = Literal["page", "export"]
+
+
+@dataclass(frozen=True)
+class TableCommand:
+    """The message asks for more of the session's last table ("show the rest") or for all of it as CSV ("export
+    that table"). ``table`` is that table (None: the session has none); ``Conversation.table_reply`` answers it."""
+
+    request: ResearchRequest
+    action: TableAction
+    table: StoredAnswerTable | None
+    allow_clarification: bool = field(default=False, init=False)
+    kind: Literal["table_command"] = field(default="table_command", init=False)
+
+
+QuickTurn = NewQuestion | ClarificationReply | TableCommand
+Turn = NewQuestion | ClarificationReply | TableCommand | ResearchReply
+
+
+class AnswerTables(Protocol):
+    """Where the sessions' answer tables are persisted (the memory store)."""
+
+    async def last_answer_table(self, *, user_id: str, session_id: str) -> StoredAnswerTable | None: ...
+
+    async def mark_table_shown(self, *, user_id: str, table_id: str, shown: int) -> None: ...
+
+
+_PAGE_COMMAND = re.compile(
+    r"(?:please\s+|ok(?:ay)?,?\s+)?(?:"
+    r"(?:show|give|list|see|display)(?:\s+me)?\s+(?:the\s+)?(?:rest|remaining(?:\s+rows)?|more(?:\s+rows)?|next"
+    r"(?:\s+(?:rows|page))?)(?:\s+of\s+(?:it|them|the\s+(?:table|rows|results)))?"
+    r"|more\s+rows|next\s+page|next\s+rows|the\s+rest)(?:,?\s+please)?[\s.!]*"
+)
+_EXPORT_COMMAND = re.compile(
+    r"(?:please\s+|ok(?:ay)?,?\s+)?(?:"
+    r"(?:export|download|save|give\s+me|send\s+me)(?:\s+(?:that|the|this)\s+(?:table|results?|rows))"
+    r"(?:\s+(?:as|to|in)\s+(?:a\s+)?csv(?:\s+file)?)?"
+    r"|(?:export|download|save)(?:\s+(?:it|them))?\s+(?:as|to|in)\s+(?:a\s+)?csv(?:\s+file)?"
+    r")(?:,?\s+please)?[\s.!]*"
+)
+CSV_ROWS_IN_ANSWER = 500  # an export answered in a chat carries at most this many rows; the route gives them all
+
+
+def table_action(message: str) -> TableAction | None:
+    """Whether ``message`` asks for more of the last table ("page") or for it as CSV ("export")."""
+    text = " ".join(message.casefold().split())
+    if _PAGE_COMMAND.fullmatch(text):
+        return "page"
+    if _EXPORT_COMMAND.fullmatch(text):
+        return "export"
+    return None
 
 
 class Conversation:
@@ -122,8 +176,10 @@ class Conversation:
         history: Callable[[], History | None],
         research_runs: Callable[[], Awaitable[RunsOfUser | None]] | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        tables: Callable[[], AnswerTables | None] | None = None,
     ) -> None:
         self._history = history
+        self._tables = tables
         self._research_runs = research_runs
         self._now = now
         # (user, session) → the question answered with clarifying questions, or None once it was answered here.
@@ -141,6 +197,9 @@ class Conversation:
 
     async def quick_turn(self, request: ResearchRequest, *, clarify: bool = True) -> QuickTurn:
         """``turn`` for a door that gives only quick answers: a waiting deep run is not looked at."""
+        action = table_action(request.question) if self._tables is not None else None
+        if action is not None:
+            return TableCommand(request, action, await self.last_table(request.user_id, request.session_id))
         asked = await self.open_clarification(request.user_id, request.session_id)
         if asked is None or looks_like_new_question(request.question, asked):
             return NewQuestion(request, allow_clarification=clarify)
@@ -177,6 +236,78 @@ class Conversation:
         if self._now() - last[-1].answered_at > CLARIFICATION_REPLY_WINDOW:
             return None
         return last[-1].question
+
+    async def last_table(self, user_id: str, session_id: str) -> StoredAnswerTable | None:
+        """The session's latest answer table (None: none, or no store to read it from now)."""
+        store = self._tables() if self._tables is not None else None
+        if store is None:
+            return None
+        try:
+            return await store.last_answer_table(user_id=user_id, session_id=session_id)
+        except MemoryStoreError as error:
+            logger.warning("could not read the last table of session %s: %s", session_id, error)
+            return None
+
+    async def table_reply(self, command: TableCommand) -> FinalResponse:
+        """The answer to a table command: the next rows of the session's last table (and where the session is
+        now, for the next "show the rest"), or the whole table as CSV. Never searches anything."""
+        from researchcrew.contracts.query import Query
+        from researchcrew.contracts.synthesizer import FinalResponse
+        from researchcrew.text.answer_tables import markdown_table, more_rows_line, table_csv
+
+        request = command.request
+        query = Query(text=request.question, user_id=request.user_id, session_id=request.session_id)
+        table = command.table
+        if table is None:
+            return FinalResponse(
+                query=query,
+                answer="This session has no table to page through or export yet: ask a question whose answer is "
+                'a table first (for example, "which studies report a sample size above 1,000?").',
+                answer_kind="uncertainty",
+                final_reason="table_command: the session has no answer table",
+            )
+        title = f"**{table.title}**\n\n" if table.title else ""
+        if command.action == "export":
+            shown = table.rows[:CSV_ROWS_IN_ANSWER]
+            csv_text = table_csv(table.columns, shown)
+            cut = (
+                f" (the first {len(shown)}; all {table.total_rows} rows: GET /v1/sessions/{table.session_id}/tables/"
+                f"{table.table_id}?format=csv)"
+                if len(shown) < table.total_rows
+                else ""
+            )
+            answer = f"{title}The table as CSV, {table.total_rows} rows{cut}:\n\n```csv\n{csv_text}```"
+            page = table.page(0, table.page_size)
+            reason = f"table_export: {len(shown)} of {table.total_rows} rows as CSV"
+        else:
+            start = table.shown if table.shown < table.total_rows else table.total_rows
+            page = table.page(start, table.page_size)
+            if not page.rows:
+                answer = (
+                    f"{title}That was all {table.total_rows} rows of this table — say 'export that table' for all "
+                    "of them as CSV."
+                )
+            else:
+                end = page.offset + len(page.rows)
+                answer = f"{title}Rows {page.offset + 1}–{end} of {table.total_rows}:\n\n" + markdown_table(
+                    page.columns, [row.model_copy(update={"citation": None}) for row in page.rows]
+                )
+                answer += "\n\n" + (more_rows_line(page.more_rows) if page.more_rows else "That is the last row.")
+                await self._mark_shown(request.user_id, table.table_id, end)
+            reason = f"table_page: rows {page.offset + 1}–{page.offset + len(page.rows)} of {table.total_rows}"
+        uncited = page.model_copy(update={"rows": [row.model_copy(update={"citation": None}) for row in page.rows]})
+        return FinalResponse(
+            query=query, answer=answer, answer_kind="extractive", table=uncited, final_reason=reason[:500]
+        )
+
+    async def _mark_shown(self, user_id: str, table_id: str, shown: int) -> None:
+        store = self._tables() if self._tables is not None else None
+        if store is None:
+            return
+        try:
+            await store.mark_table_shown(user_id=user_id, table_id=table_id, shown=shown)
+        except MemoryStoreError as error:  # the rows were given; the next "show the rest" repeats them
+            logger.warning("could not record the rows shown of table %s: %s", table_id, error)
 
     async def waiting_run(self, user_id: str, session_id: str) -> StoredRun | None:
         """The session's deep run that waits for an answer to its clarifying questions (none received yet, not

@@ -24,6 +24,7 @@ stages use it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -48,15 +49,27 @@ from researchcrew.contracts import (
     UserPreferences,
 )
 from researchcrew.contracts.chunks import is_evidence
+from researchcrew.contracts.evaluator import ContradictionRecord
 from researchcrew.contracts.follow_up import QuestionRewrite
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
+from researchcrew.contracts.tables import RouteDecision, StructuredRequest, TableRow
 from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline._assessment import assess_answer, band, uncertainty_reason
 from researchcrew.pipeline._guard import check_question
 from researchcrew.pipeline._routing import Flow, listen, or_, router, start
 from researchcrew.pipeline._support import Support
+from researchcrew.pipeline._tables import (
+    StructuredRun,
+    attach_table,
+    label_clarification,
+    route_after,
+    row_claims,
+    run_structured,
+    shown_evidence,
+    table_lead,
+)
 from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
 from researchcrew.pipeline.progress import ProgressReporter, reporting
 from researchcrew.pipeline.responses import refusal_response, source_caveats, uncertainty_response
@@ -106,6 +119,7 @@ class ResearchState(BaseModel):
     )
     clarify_considered: bool = Field(default=False, description="Whether the clarify stage was consulted already.")
     response: FinalResponse | None = None
+    route: RouteDecision | None = Field(default=None, description="The route the question took (issue 22).")
     memory_status: MemoryWriteStatus = Field(default="not_remembered", description="What happens to this exchange.")
 
 
@@ -121,6 +135,8 @@ class ResearchFlow(Flow):
         self._meter = UsageMeter()
         # time.monotonic() when the last retrieval ended, or when its time limit did if it ran past it
         self._retrieved_at: float | None = None
+        self._structured: StructuredRun | None = None  # what the structured stage gave (issue 22)
+        self._table_rows: list[TableRow] = []  # the structured answer's whole result set, cited
 
     # Helpers -----------------------------------------------------------------------------------------------
     @property
@@ -206,7 +222,84 @@ class ResearchFlow(Flow):
             reason=result.reason,
         )
 
-    @listen(or_(rewrite_follow_up, "retry"))
+    @router(rewrite_follow_up)
+    async def choose_route(self) -> str:
+        """Issue 22: the structured stage decides the route and, on the structured or hybrid route, answers from
+        annotations. Its rows' passages join the evidence; a structured table answers without normal retrieval,
+        anything less falls back to it (``route.tried`` says so); an ambiguous label is asked about."""
+        stage = self._stages.structured
+        if stage is None:
+            return "search"
+        started = time.monotonic()
+        query = self._query()
+        self._emit("route", "started")
+        budget = min(self._stages.structured_deadline_s, self.remaining_s() - self._stages.synthesis_reserve_s)
+        if budget <= 0:
+            run = StructuredRun(None, "no time left for the structured search")
+        else:
+            run = await run_structured(
+                stage,
+                StructuredRequest(
+                    question=self._researched_query().text,
+                    user_id=query.user_id,
+                    collections=self._requested_collections(),
+                    page_size=self._stages.table_page_size,
+                    deadline_s=budget,
+                ),
+            )
+        self._structured = run
+        outcome = run.outcome
+        asks = bool(outcome and outcome.clarification and self.research.allow_clarification)
+        answered = run.table is not None and outcome is not None and outcome.route.route == "structured"
+        self.state.route = route_after(run, retrieval=not answered and not asks)
+        if outcome is not None and run.table is not None:
+            for chunk in shown_evidence(outcome):
+                self.state.evidence.setdefault(chunk.chunk_id, chunk)
+        route = self.state.route
+        self._emit(
+            "route",
+            "finished",
+            started,
+            route=route.route if route else None,
+            intent=route.intent if route else None,
+            reason=route.reason if route else run.failure,
+            decided_by=route.decided_by if route else None,
+            tried=list(route.tried) if route else [],
+            rows=run.table.total_rows if run.table else 0,
+            clarification=list(outcome.clarification) if asks and outcome else [],
+        )
+        if asks and outcome is not None:
+            self.state.response = label_clarification(query, self._researched_query().text, outcome.clarification, [])
+            return "clarify"
+        return "search"
+
+    def _requested_collections(self) -> list[str] | None:
+        """The collections the request limits the knowledge base to (its ``rag`` filters), if any."""
+        request = self.research.request
+        options = request.tool_options.get("rag", {}) if request else {}
+        filters = options.get("filters") if isinstance(options, dict) else None
+        found = filters.get("collections") if isinstance(filters, dict) else getattr(filters, "collections", None)
+        return [str(name) for name in found] if isinstance(found, list | tuple) else None
+
+    def _structured_retrieval(self, text: str) -> RetrieverOutput | None:
+        """The structured answer's passages as the first retrieval's output (no source searched), when the
+        structured route answered with a table; else None."""
+        run = self._structured
+        route = self.state.route
+        if run is None or run.outcome is None or run.table is None or self.state.retrieval is not None:
+            return None
+        if route is None or route.route != "structured":
+            return None
+        chunks = shown_evidence(run.outcome)
+        return RetrieverOutput(
+            aggregated_context=AggregatedContext(query_text=text, chunks=chunks),
+            retrieval_status="success",
+            sources_used=list(dict.fromkeys(chunk.source_type for chunk in chunks)),
+            sources_failed=[],
+            execution_time_ms=0.0,
+        )
+
+    @listen(or_("search", "retry"))
     async def retrieve(self) -> None:
         started = time.monotonic()
         query = self._researched_query()
@@ -214,6 +307,21 @@ class ResearchFlow(Flow):
         text = self.state.searched[-1] if self.state.searched else query.text
         if not self.state.searched:
             self.state.searched.append(text)
+        structured = self._structured_retrieval(text)
+        if structured is not None:  # answered from annotations: no source is searched
+            self._emit("retrieve", "started", query_text=text, structured=True)
+            self.state.retrieval = structured
+            self._emit(
+                "retrieve",
+                "finished",
+                started,
+                retrieval_status="success",
+                chunks=len(structured.aggregated_context.chunks),
+                sources_used=structured.sources_used,
+                sources_failed=[],
+                structured=True,
+            )
+            return
         budget = self._stages.retrieval_budget_s(self.remaining_s())
         limit_ends = time.monotonic() + budget
         self._emit("retrieve", "started", query_text=text, time_limit_s=round(budget, 3))
@@ -323,8 +431,8 @@ class ResearchFlow(Flow):
         answered = retrieval is None or retrieval.retrieval_status != "failed"
         miss = answered and best < settings.reformulate_min_support
         worth_another_search = best >= settings.reformulate_min_support or miss
-        if best >= settings.answer_min_support:
-            decision = "sufficient"
+        if best >= settings.answer_min_support or self._structured_table():
+            decision = "sufficient"  # a structured table answers: its rows matched the question's fields
         elif worth_another_search and attempts < MAX_REFORMULATIONS and not out_of_time:
             decision = "low_confidence"
         else:
@@ -341,7 +449,7 @@ class ResearchFlow(Flow):
             attempts=attempts,
             decision=decision,
         )
-        if attempts == 0 and await self._clarify_or("") == "clarify":
+        if attempts == 0 and not self._structured_table() and await self._clarify_or("") == "clarify":
             return "clarify"  # the question itself is unclear: ask before searching again
         if decision == "low_confidence" and miss and not self.state.relaxed:
             self.state.relaxed = True
@@ -435,8 +543,12 @@ class ResearchFlow(Flow):
             include_sections=self.state.preferences.include_sections,
             response_format=self.state.preferences.response_format,
         )
-        with self._meter.stage("synthesis"):
-            response, timed_out = await self._stages.synthesize(synthesizer_input, self.remaining_s())
+        timed_out = False
+        if self._table_answers():  # the rows are the answer: a lead line here, the table after validation
+            response = table_lead(self._researched_query(), _require(self._structured, "a structured run"))
+        else:
+            with self._meter.stage("synthesis"):
+                response, timed_out = await self._stages.synthesize(synthesizer_input, self.remaining_s())
         if timed_out:
             self.state.partial = True
             self.state.caveats.append(
@@ -459,9 +571,14 @@ class ResearchFlow(Flow):
         self._emit("validate", "started")
         evaluation = _require(self.state.evaluation, "evaluation output")
         given = [scored.chunk for scored in evaluation.filtered_context.chunks]
-        self.state.response = self._assessed(
-            self._stages.validate_citations(_require(self.state.response, "a draft"), given)
-        )
+        if self._table_answers():  # each shown row is a statement cited by its passage
+            await self._attach_table()
+            self.state.response = self._assessed(row_claims(_require(self.state.response, "a table answer")))
+        else:
+            self.state.response = self._assessed(
+                self._stages.validate_citations(_require(self.state.response, "a draft"), given)
+            )
+            await self._attach_table()
         stats = self.state.response.citation_stats
         self._emit(
             "validate",
@@ -492,6 +609,61 @@ class ResearchFlow(Flow):
         reason = uncertainty_reason(self.state.confidence, self._stages.confidence, reports, len(self.state.evidence))
         self.state.response = response.model_copy(update={"final_reason": reason})
 
+    def _table_answers(self) -> bool:
+        """Whether the structured route answered with a table (its rows are the answer, not passages to quote)."""
+        route = self.state.route
+        return self._structured_table() and route is not None and route.route == "structured"
+
+    def _contradictions(self, response: FinalResponse) -> list[ContradictionRecord]:
+        """The disagreements the answer presents: none for a table answer (its rows are different records, not
+        sources that disagree about one value), else the answer's own or the evaluation's."""
+        if self._table_answers():
+            return []
+        evaluation = self.state.evaluation
+        return response.contradictions or (evaluation.contradictions_found if evaluation else [])
+
+    def _structured_table(self) -> bool:
+        """Whether the structured stage answered with a table (structured or hybrid route)."""
+        return self._structured is not None and self._structured.table is not None
+
+    async def _attach_table(self) -> None:
+        """The structured table joins the answer (rows cited, the first page shown) and its whole result set is
+        persisted with the session for "show the rest" and export. A store that fails is said, not raised."""
+        run = self._structured
+        response = self.state.response
+        if run is None or run.outcome is None or run.table is None or response is None:
+            return
+        response, self._table_rows = attach_table(response, run.outcome)
+        self.state.response = response
+        table = response.table
+        if table is None:
+            return
+        query = self._query()
+        save = self._stages.save_table
+        problem: str | None = None
+        if save is None:
+            problem = "no conversation store is open"
+        else:
+            try:
+                async with asyncio.timeout(max(0.5, min(5.0, self.remaining_s()))):
+                    await save(
+                        user_id=query.user_id,
+                        session_id=query.session_id,
+                        response_id=response.response_id,
+                        question=self._researched_query().text,
+                        table=table,
+                        rows=self._table_rows,
+                    )
+            except TimeoutError:
+                problem = "saving it took too long"
+            except Exception as error:  # a store failure is data: the answer stands without paging
+                logger.warning("the answer table of %s was not saved: %s", response.response_id, error)
+                problem = f"the conversation store failed ({type(error).__name__})"
+        if problem is not None and table.more_rows:
+            self.state.caveats.append(
+                f"The other {table.more_rows} rows of this table could not be kept for paging or export: {problem}."
+            )
+
     def _assessed(self, response: FinalResponse) -> FinalResponse:
         """The written answer with its confidence computed over the evidence it cites (pipeline/_assessment.py):
         level, one-line reason, and the caveat its band calls for."""
@@ -500,7 +672,7 @@ class ResearchFlow(Flow):
             response,
             evaluation.filtered_context.chunks,
             self._supports,
-            response.contradictions or evaluation.contradictions_found,
+            self._contradictions(response),
             self._stages.confidence,
         )
         stale = ("Confidence is ",)  # the synthesizer's own band note is replaced by the one for this band
@@ -583,7 +755,7 @@ class ResearchFlow(Flow):
                 "caveats": caveats,
                 "partial": response.partial or self.state.partial,
                 "reformulations": self.state.searched[1:],
-                "contradictions": response.contradictions or (evaluation.contradictions_found if evaluation else []),
+                "contradictions": self._contradictions(response),
                 "execution_time_ms": (time.monotonic() - self.state.started_at) * 1000,
                 "coverage": coverage,
                 "quality": evaluation.quality_stats if evaluation else None,
@@ -592,6 +764,7 @@ class ResearchFlow(Flow):
                 "memory_status": self.state.memory_status,
                 "query": self._query(),
                 "rewrite": self.research.rewrite,
+                "route": response.route or self.state.route,
                 "token_usage": (usage := self._meter.usage()),
                 "cost": self._stages.pricing.cost(usage),
             }

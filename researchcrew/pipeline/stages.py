@@ -32,6 +32,7 @@ from researchcrew.contracts import (
     SynthesizerInput,
     SynthesizerOutput,
 )
+from researchcrew.contracts.tables import AnswerTable, TableRow
 from researchcrew.errors import MemoryStoreError
 from researchcrew.llm.pricing import Pricing
 from researchcrew.memory.records import SessionSummary
@@ -68,6 +69,21 @@ class SynthesizerLike(Protocol):
 
 class CitationValidator(Protocol):
     def __call__(self, response: FinalResponse, given_chunks: Sequence[ContextChunk], /) -> FinalResponse: ...
+
+
+class TableSaver(Protocol):
+    """Persists a structured answer's whole result set with its session (``MemoryStore.save_answer_table``)."""
+
+    async def __call__(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        response_id: str,
+        question: str,
+        table: AnswerTable,
+        rows: Sequence[TableRow],
+    ) -> None: ...
 
 
 class MemoryScheduler(Protocol):
@@ -149,6 +165,13 @@ class ResearchStages:
     confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
     # What the LLM stages' tokens cost (FinalResponse.cost); without a model every token is "price unknown".
     pricing: Pricing = field(default_factory=lambda: Pricing(None))
+    # Issue 22: chooses the route and answers structured questions from annotations (None: every question is
+    # answered by normal retrieval); ``save_table`` persists a structured answer's whole result set with its session
+    # ("show the rest", CSV export); None: nothing is persisted, and the answer says so when it has more rows.
+    structured: StructuredStage | None = None
+    save_table: TableSaver | None = None
+    structured_deadline_s: float = 10.0  # the most the structured stage may take of the run's deadline
+    table_page_size: int = 10  # rows an answer shows; the rest are persisted
 
     def with_event_callback(self, on_event: Callable[[ProgressEvent], None]) -> ResearchStages:
         return dataclasses.replace(self, on_event=on_event)

@@ -120,11 +120,13 @@ def create_app(settings: Settings | None = None, *, runtime: Runtime | None = No
     from researchcrew.service.routes import _health as health
     from researchcrew.service.routes import _messages as messages
     from researchcrew.service.routes import _sessions as sessions
+    from researchcrew.service.routes import _tables as tables
     from researchcrew.service.routes import _usage as usage
 
     for router in (
         health.router,
         sessions.router,
+        tables.router,  # structured answers' tables: pages and CSV (issue 22)
         messages.router,
         openai_compat.router,
         deep_runs.router,

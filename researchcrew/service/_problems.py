@@ -50,6 +50,7 @@ from researchcrew.errors import (
     PlanDecisionError,
     QueueUnavailableError,
     ResearchCrewError,
+    TableNotFoundError,
 )
 from researchcrew.redaction import public_text
 
@@ -228,6 +229,7 @@ NAMED_PROBLEMS: tuple[_Named, ...] = (
     _Named((DocumentQuotaError,), 409, "document-quota"),
     _Named((DocumentForbiddenError,), 403, "collection-forbidden"),
     _Named((DocumentInputError,), 422, "invalid-document"),
+    _Named((TableNotFoundError,), 404, "table-not-found", "No table {subject!r} in this session: check the ids."),
     _Named((ConfigurationError,), 500, "misconfigured", "The service is misconfigured: {error}"),
 )
 

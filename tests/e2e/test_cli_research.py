@@ -42,7 +42,9 @@ def run(data_dir: Path, *args: str, code: int = 0) -> str:
 def test_yes_runs_to_the_report(data_dir: Path) -> None:
     run_ = DeepRun.model_validate(json.loads(run(data_dir, QUESTION, "--yes", "--json", "--max-items", "3")))
     assert run_.status == "completed" and run_.report is not None
-    assert len(run_.report.plan.items) == 3 and run_.report.sub_questions[0].status == "answered"
+    # At most the three asked for: the plan is built from the facets the evidence shows (issue 21 item 1), and this
+    # folder holds four documents, so it may find fewer.
+    assert 2 <= len(run_.report.plan.items) <= 3 and run_.report.sub_questions[0].status == "answered"
     assert run_.report.response.citations and all(c.source_type == "rag" for c in run_.report.response.citations)
 
 
@@ -54,14 +56,15 @@ def test_without_a_terminal_the_run_pauses_and_a_later_command_steers_it(data_di
 
     shown = DeepRun.model_validate(json.loads(run(data_dir, "--run", run_id, "--user", "bob", "--json")))
     assert shown.status == "awaiting_human_feedback" and shown.plan is not None
-    first, second = shown.plan.items[0], shown.plan.items[1]
+    # The plan holds what the evidence's facets gave (at most 4 here, at least 2): cut the first, put the last first.
+    items = shown.plan.items
+    assert 2 <= len(items) <= 4
+    first, last = items[0], items[-1]
     finished = DeepRun.model_validate(
-        json.loads(
-            run(data_dir, "--run", run_id, "--user", "bob", "--cut", "1", "--cut", "3", "--order", "4", "--json")
-        )
+        json.loads(run(data_dir, "--run", run_id, "--user", "bob", "--cut", "1", "--order", str(last.id), "--json"))
     )
     assert finished.status == "completed" and finished.report is not None
-    assert [item.id for item in finished.report.plan.items] == [4, second.id]
+    assert [item.id for item in finished.report.plan.items] == [last.id] + [item.id for item in items[1:-1]]
     assert first.question not in [item.question for item in finished.report.plan.items]
     report_text = run(data_dir, "--run", run_id, "--user", "bob")
     assert "Quality: overall" in report_text and "Plan:" in report_text and "Sources:" in report_text

@@ -33,7 +33,7 @@ def _differences(connection: Connection) -> list[object]:
 async def test_the_models_match_the_head_revision(store: MemoryStore) -> None:
     async with store.engine.connect() as connection:
         assert await connection.run_sync(_differences) == []
-    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0012"
+    assert await db.current_revision(store.engine) == db.head_revision() == db.HEAD_REVISION == "0013"
 
 
 async def _version(store: MemoryStore, user_id: str) -> int | None:

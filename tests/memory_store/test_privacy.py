@@ -101,6 +101,7 @@ async def test_forget_removes_everything_of_the_user_and_nothing_of_others(store
         "deep_runs": 0,
         "sessions": 0,  # the chat service's session rows (none here; tests/service covers them)
         "usage": 1,  # what ada's answer spent
+        "answer_tables": 0,  # structured answers' result sets (tests/tables covers them)
     }
     after = await store.export_user(user_id="ada")
     assert after["exchanges"] == after["entities"] == after["relationships"] == after["entity_mentions"] == []

@@ -481,6 +481,13 @@
     const citations = answer.citations || [];
     renderMarkdown(text, answer.answer || "", citations, exchangeRoot);
     wrapper.append(badges, text);
+    if (answer.table && window.ResearchTables) {
+      // A structured answer (issue 22): its rows as a sortable table with a CSV download, in place of the
+      // Markdown table of the text (the text keeps the lead and the "more rows" line).
+      const markdownTable = text.querySelector("table");
+      if (markdownTable) markdownTable.remove();
+      wrapper.append(window.ResearchTables.view(answer, headers));
+    }
 
     const caveats = (answer.caveats || []).filter((caveat) => caveat);
     if (caveats.length) {

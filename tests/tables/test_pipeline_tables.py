@@ -1,0 +1,168 @@
+"""The quick pipeline with a structured stage (issue 22 item 4): the route is in the answer and the events, a table
+answers with every shown row cited and says how many more rows exist, too little falls back to retrieval, an
+ambiguous label is asked about, and a failing stage is data. Extractive path (no LLM), the real citation check."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from researchcrew.contracts import ProgressEvent
+from researchcrew.contracts.request import ResearchRequest
+from researchcrew.contracts.tables import AnswerTable, StructuredOutcome, StructuredRequest, TableRow
+from researchcrew.pipeline.flow import run_question
+from researchcrew.pipeline.synthesize._citations import validate_citations
+from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
+from researchcrew.testing.stages import PassThroughEvaluator, ScriptedRetriever, relevant_chunk, scripted_stages
+from tests.tables.support import (
+    AMBIGUOUS_QUESTION,
+    PANELS_QUESTION,
+    TOO_LITTLE_QUESTION,
+    FixedStage,
+    panels_outcome,
+)
+
+TEXT = "Solar panels convert sunlight into electricity; their width varies by model and maker."
+
+
+class Saved:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.calls: list[dict[str, Any]] = []
+
+    async def __call__(
+        self,
+        *,
+        user_id: str,
+        session_id: str,
+        response_id: str,
+        question: str,
+        table: AnswerTable,
+        rows: Sequence[TableRow],
+    ) -> None:
+        if self.fail:
+            raise OSError("disk full")
+        self.calls.append({"user_id": user_id, "session_id": session_id, "table": table, "rows": list(rows)})
+
+
+def stages(stage: Any, retriever: ScriptedRetriever, **overrides: Any) -> Any:
+    return scripted_stages(
+        retriever,
+        evaluator=PassThroughEvaluator(),
+        synthesizer=ExtractiveSynthesizer(),
+        fallback_synthesizer=ExtractiveSynthesizer(),
+        validate_citations=validate_citations,
+        structured=stage,
+        **overrides,
+    )
+
+
+def ask(question: str) -> ResearchRequest:
+    return ResearchRequest(question=question, user_id="ada", session_id="s1")
+
+
+async def test_a_structured_table_answers_with_cited_rows_and_says_how_many_more() -> None:
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    saved = Saved()
+    events: list[ProgressEvent] = []
+    response = await run_question(
+        stages(FixedStage(), retriever, save_table=saved), ask(PANELS_QUESTION), on_event=events.append
+    )
+    assert retriever.requests == []  # answered from annotations: no source searched
+    assert response.route is not None and response.route.route == "structured"
+    assert response.route.tried == ["structured"]
+    table = response.table
+    assert table is not None and table.total_rows == 23 and len(table.rows) == 10 and table.more_rows == 13
+    cited = {citation.number: citation for citation in response.citations}
+    for row in table.rows:  # every row shown is cited, by the passage it came from
+        assert row.citation is not None and cited[row.citation].chunk_id == row.chunk_id
+    assert "| Panel | Width (m) | Source |" in response.answer
+    assert f"| SP-01 | 1.01 | [{table.rows[0].citation}] |" in response.answer
+    assert "13 more rows — say 'show the rest' or 'export that table'." in response.answer
+    assert "converted to m" in response.answer
+    stored = saved.calls[0]
+    assert (stored["user_id"], stored["session_id"], stored["table"].table_id) == ("ada", "s1", table.table_id)
+    assert len(stored["rows"]) == 23
+    # Only the shown rows' passages are evaluated and cited; the other 13 stay with the persisted result set.
+    [retrieved] = [event for event in events if event.stage == "retrieve" and event.status == "finished"]
+    assert retrieved.detail["structured"] is True and retrieved.detail["chunks"] == 10
+    route_events = [event for event in events if event.stage == "route"]
+    assert [event.status for event in route_events] == ["started", "finished"]
+    assert route_events[1].detail["route"] == "structured" and route_events[1].detail["rows"] == 23
+
+
+async def test_too_little_on_the_structured_route_falls_back_to_retrieval() -> None:
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    response = await run_question(stages(FixedStage(), retriever), ask(TOO_LITTLE_QUESTION))
+    assert len(retriever.requests) == 1
+    assert response.table is None and response.answer_kind == "extractive"
+    assert response.route is not None and response.route.tried == ["structured", "hybrid"]
+
+
+async def test_an_ambiguous_label_asks_which_field_was_meant() -> None:
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    response = await run_question(stages(FixedStage(), retriever), ask(AMBIGUOUS_QUESTION))
+    assert retriever.requests == []
+    assert response.answer_kind == "clarification" and response.clarification is not None
+    assert response.clarification.questions[0].options == ["Width (m)", "Height (m)", "Weight (kg)"]
+    assert "- Height (m)" in response.answer
+
+
+async def test_a_conceptual_question_takes_the_long_text_route() -> None:
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    stage = FixedStage()
+    response = await run_question(stages(stage, retriever), ask("How do solar panels work?"))
+    assert stage.requests[0].user_id == "ada" and stage.requests[0].page_size == 10
+    assert len(retriever.requests) == 1 and response.table is None
+    assert response.route is not None and (response.route.route, response.route.tried) == ("long_text", ["long_text"])
+
+
+class Failing:
+    def __init__(self, hang: bool) -> None:
+        self.hang = hang
+
+    async def run(self, request: StructuredRequest, /) -> StructuredOutcome:
+        if self.hang:
+            await asyncio.Event().wait()
+        raise RuntimeError("annotations index is corrupt")
+
+
+async def test_a_failing_or_hanging_stage_is_data_and_retrieval_answers() -> None:
+    for hang in (False, True):
+        retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+        response = await run_question(stages(Failing(hang), retriever, structured_deadline_s=0.2), ask(PANELS_QUESTION))
+        assert len(retriever.requests) == 1 and response.answer_kind == "extractive"
+        assert response.route is not None and response.route.route == "long_text"
+        assert ("did not finish" if hang else "failed (RuntimeError)") in response.route.reason
+
+
+async def test_a_table_that_cannot_be_kept_says_so() -> None:
+    retriever = ScriptedRetriever([])
+    response = await run_question(stages(FixedStage(), retriever, save_table=Saved(fail=True)), ask(PANELS_QUESTION))
+    assert response.table is not None
+    assert any("other 13 rows" in caveat and "could not be kept" in caveat for caveat in response.caveats)
+
+
+async def test_without_a_structured_stage_nothing_changes() -> None:
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    events: list[ProgressEvent] = []
+    response = await run_question(stages(None, retriever), ask(PANELS_QUESTION), on_event=events.append)
+    assert response.route is None and response.table is None
+    assert not [event for event in events if event.stage == "route"]
+
+
+async def test_the_hybrid_route_searches_the_text_too_and_adds_the_table() -> None:
+    outcome = panels_outcome(3)
+    hybrid = outcome.model_copy(
+        update={"route": outcome.route.model_copy(update={"route": "hybrid", "tried": ["hybrid"]})}
+    )
+    retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    response = await run_question(
+        stages(FixedStage({PANELS_QUESTION: hybrid}), retriever, save_table=Saved()), ask(PANELS_QUESTION)
+    )
+    assert len(retriever.requests) == 1  # the text was searched as well
+    assert response.route is not None and response.route.tried == ["hybrid"]
+    assert response.table is not None and len(response.table.rows) == 3 and response.table.more_rows == 0
+    assert all(row.citation is not None for row in response.table.rows)
+    assert "more rows" not in response.answer and "| SP-03 | 1.03 |" in response.answer
