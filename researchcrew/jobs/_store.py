@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -149,6 +149,16 @@ def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
         return wrapper
 
     return decorate
+
+
+def _leased_to(run_id: str, index: int, worker: str) -> tuple[ColumnElement[bool], ...]:
+    """The conditions of every write that only the question's lease holder may make (renew, give back, store)."""
+    return (
+        RunItemRow.run_id == run_id,
+        RunItemRow.idx == index,
+        RunItemRow.status == "running",
+        RunItemRow.lease_owner == worker,
+    )
 
 
 class JobStore:
@@ -460,12 +470,7 @@ class JobStore:
         async with self._write.begin() as session:
             renewed = await session.execute(
                 update(RunItemRow)
-                .where(
-                    RunItemRow.run_id == run_id,
-                    RunItemRow.idx == index,
-                    RunItemRow.status == "running",
-                    RunItemRow.lease_owner == worker,
-                )
+                .where(*_leased_to(run_id, index, worker))
                 .values(lease_until=_now() + timedelta(seconds=lease_s))
             )
             return bool(renewed.rowcount == 1)  # type: ignore[attr-defined]
@@ -475,14 +480,7 @@ class JobStore:
         """Give a question back (this process is stopping): pending again, for the next worker or restart."""
         async with self._write.begin() as session:
             await session.execute(
-                update(RunItemRow)
-                .where(
-                    RunItemRow.run_id == run_id,
-                    RunItemRow.idx == index,
-                    RunItemRow.status == "running",
-                    RunItemRow.lease_owner == worker,
-                )
-                .values(status="pending", **_NO_LEASE)
+                update(RunItemRow).where(*_leased_to(run_id, index, worker)).values(status="pending", **_NO_LEASE)
             )
 
     @_guarded("reclaim_dead_leases")
@@ -563,12 +561,7 @@ class JobStore:
         async with self._write.begin() as session:
             stored = await session.execute(
                 update(RunItemRow)
-                .where(
-                    RunItemRow.run_id == run_id,
-                    RunItemRow.idx == index,
-                    RunItemRow.status == "running",
-                    RunItemRow.lease_owner == worker,
-                )
+                .where(*_leased_to(run_id, index, worker))
                 .values(
                     **outcome.values(),
                     finished_at=_now(),
