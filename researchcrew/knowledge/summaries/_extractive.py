@@ -5,7 +5,7 @@ so choosing what to keep costs no embedding:
 
 * a chunk's centrality is the cosine of its vector to the centroid of the chunks summarised (the section's, or the
   whole document's): how typical it is of what they are about;
-* a sentence's centrality is its chunk's, plus the cosine of its words to the words of all the sentences
+* a sentence's centrality is its chunk's, plus the cosine of its words to the words of all the other sentences
   summarised (the lexical centroid: TextRank's "similar to many others", in one pass instead of a graph);
 * the most central sentences are kept up to a character budget, near-duplicates skipped (chunks overlap), and shown
   in reading order.
@@ -76,7 +76,7 @@ def summarise(passages: Sequence[Passage], *, budget: int) -> tuple[str, float]:
     centroid = vectors.mean(axis=0)
     norm = float(np.linalg.norm(centroid))
     chunk_centrality = vectors @ (centroid / norm) if norm > 0 else np.zeros(len(passages), dtype=np.float32)
-    candidates: list[tuple[int, int, str, frozenset[str], float]] = []  # (chunk, order, text, words, centrality)
+    candidates: list[tuple[int, int, str, frozenset[str], float]] = []  # (chunk, order, text, stems, score)
     seen: set[str] = set()
     for index, passage in enumerate(passages):
         for order, sentence in enumerate(split_sentences(passage.text)):
@@ -84,15 +84,17 @@ def summarise(passages: Sequence[Passage], *, budget: int) -> tuple[str, float]:
             if not text or text in seen or text.startswith("|"):  # table rows are the annotations' business
                 continue
             seen.add(text)
-            stems = frozenset(stem(word) for word in term_words(text) if word.lower() not in STOP_WORDS)
-            candidates.append((index, order, text, stems, float(chunk_centrality[index])))
+            words = term_words(text)
+            stems = frozenset(stem(word) for word in words if word.lower() not in STOP_WORDS)
+            stub = 1.0 if len(words) < MIN_SENTENCE_WORDS else 0.0
+            candidates.append((index, order, text, stems, float(chunk_centrality[index]) - stub))
     if not candidates:
         return "", 0.0
     lexical = _lexical_centrality([stems for _, _, _, stems, _ in candidates])
     scored = sorted(
         range(len(candidates)),
         key=lambda i: (
-            -(candidates[i][4] + lexical[i] - (1.0 if len(candidates[i][3]) < MIN_SENTENCE_WORDS else 0.0)),
+            -(candidates[i][4] + lexical[i]),
             candidates[i][0],
             candidates[i][1],
         ),
@@ -118,22 +120,19 @@ def summarise(passages: Sequence[Passage], *, budget: int) -> tuple[str, float]:
 
 
 def _lexical_centrality(bags: Sequence[frozenset[str]]) -> list[float]:
-    """Cosine of each sentence's words (binary, idf-weighted) to the summed words of all the sentences."""
+    """How much of each sentence's vocabulary the *other* sentences share: the cosine of its words to the word
+    counts of all the sentences but itself (a word only it uses adds nothing)."""
     frequency: Counter[str] = Counter()
     for bag in bags:
         frequency.update(bag)
-    total = len(bags)
-    idf = {word: math.log(1 + total / count) for word, count in frequency.items()}
-    centroid = {word: count * idf[word] for word, count in frequency.items()}
-    centroid_norm = math.sqrt(sum(value * value for value in centroid.values())) or 1.0
     scores: list[float] = []
     for bag in bags:
         if not bag:
             scores.append(0.0)
             continue
-        dot = sum(idf[word] * centroid[word] for word in bag)
-        norm = math.sqrt(sum(idf[word] ** 2 for word in bag)) or 1.0
-        scores.append(dot / (norm * centroid_norm))
+        shared = [frequency[word] - 1 for word in bag]
+        others = math.sqrt(sum((count - (word in bag)) ** 2 for word, count in frequency.items())) or 1.0
+        scores.append(sum(shared) / (math.sqrt(len(bag)) * others))
     return scores
 
 
