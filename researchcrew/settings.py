@@ -792,6 +792,11 @@ class StructuredSettings(_Group):
         le=10_000,
         description="Chunks from which a document (a PDF: all its pages) counts as long and is summarised.",
     )
+    summary_vectors: Literal["centroid", "text"] = Field(
+        default="centroid",
+        description="A summary's vector: the mean of its chunks' stored vectors (no embedding at ingest), or the "
+        "embedded summary text (one embedder call per summary; benchmarks/long_text.py compares them).",
+    )
     summary_min_score: float = Field(
         default=0.3,
         ge=0.0,

@@ -1,7 +1,8 @@
 """Extractive summaries by sentence centrality (offline, no model beyond the chunks' own vectors).
 
 A long document's chunks are read back from the knowledge base *with their vectors* (already computed at ingest),
-so choosing what to keep costs no embedding:
+so choosing what to keep costs no embedding, and neither does a summary's vector (by default the unit mean of the
+chunks it summarises: what the section is about; ``settings.structured.summary_vectors``):
 
 * a chunk's centrality is the cosine of its vector to the centroid of the chunks summarised (the section's, or the
   whole document's): how typical it is of what they are about;
@@ -57,6 +58,7 @@ class Summary:
     chunks: int
     centrality: float = 0.0
     pages: list[int] = field(default_factory=list)
+    centroid: np.ndarray | None = None  # unit mean of the summarised chunks' vectors: what the summary is about
 
 
 def sections(passages: Sequence[Passage]) -> list[tuple[str, str, list[Passage]]]:
@@ -67,15 +69,21 @@ def sections(passages: Sequence[Passage]) -> list[tuple[str, str, list[Passage]]
     return [(key, heading, items) for (key, heading), items in grouped.items()]
 
 
+def centroid_of(passages: Sequence[Passage]) -> np.ndarray:
+    """The unit mean of the passages' vectors (zeros when they cancel out)."""
+    mean: np.ndarray = np.stack([passage.vector for passage in passages]).astype(np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    unit: np.ndarray = mean / norm if norm > 0 else mean
+    return unit
+
+
 def summarise(passages: Sequence[Passage], *, budget: int) -> tuple[str, float]:
     """The most central sentences of ``passages`` (in reading order) within ``budget`` characters, and the mean
     centrality of the chunks they came from."""
     if not passages:
         return "", 0.0
     vectors = np.stack([passage.vector for passage in passages]).astype(np.float32)
-    centroid = vectors.mean(axis=0)
-    norm = float(np.linalg.norm(centroid))
-    chunk_centrality = vectors @ (centroid / norm) if norm > 0 else np.zeros(len(passages), dtype=np.float32)
+    chunk_centrality = vectors @ centroid_of(passages)
     candidates: list[tuple[int, int, str, frozenset[str], float]] = []  # (chunk, order, text, stems, score)
     seen: set[str] = set()
     for index, passage in enumerate(passages):
@@ -155,6 +163,7 @@ def document_summaries(passages: Sequence[Passage]) -> list[Summary]:
         chunks=len(ordered),
         centrality=centrality,
         pages=sorted({page for key in keys if (page := _page(key))}),
+        centroid=centroid_of(ordered),
     )
     found = [whole] if text else []
     parts = sections(ordered)
@@ -173,6 +182,7 @@ def document_summaries(passages: Sequence[Passage]) -> list[Summary]:
                     chunks=len(items),
                     centrality=centrality,
                     pages=[page] if page else [],
+                    centroid=centroid_of(items),
                 )
             )
     return found
@@ -184,4 +194,4 @@ def _page(source_key: str) -> int:
     return int(number) if separator and head and number.isdigit() else 0
 
 
-__all__ = ["Passage", "Summary", "document_summaries", "sections", "summarise"]
+__all__ = ["Passage", "Summary", "centroid_of", "document_summaries", "sections", "summarise"]

@@ -13,8 +13,10 @@ is the version of the group it was made from (a hash of its documents' ids): a g
 summarised again. A group's rows are replaced as a whole, removed with any of its documents, and removed with the
 collection.
 
-The summary texts are extractive (``_extractive.py``) and chosen from the chunks' stored vectors; the only embedding
-is one vector per summary (the whole document's and each section's), embedded in one batch per pass.
+The summary texts are extractive (``_extractive.py``) and chosen from the chunks' stored vectors. A summary's vector
+is the unit mean of its chunks' vectors (no embedding at ingest; on ``benchmarks/long_text.py`` it finds the right
+section as often as the embedded summary text, which cost ~1.4 s more per 37 summaries), or with
+``summary_vectors="text"`` the embedded summary text, one batch per pass.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -96,9 +98,15 @@ class SummaryIndex:
     """Summaries of a knowledge base's long documents, in a Milvus collection of their own (module docstring)."""
 
     def __init__(
-        self, store: CollectionStore, embedder: Callable[[], Embedder], *, min_chunks: int = DEFAULT_MIN_CHUNKS
+        self,
+        store: CollectionStore,
+        embedder: Callable[[], Embedder],
+        *,
+        min_chunks: int = DEFAULT_MIN_CHUNKS,
+        vectors: Literal["centroid", "text"] = "centroid",
     ) -> None:
         self.store = store
+        self.vectors = vectors
         self.name = f"{store.collection}{SUFFIX}"
         self._embedder = embedder
         self.min_chunks = min_chunks
@@ -108,7 +116,10 @@ class SummaryIndex:
     @classmethod
     def of(cls, kb: KnowledgeBase) -> SummaryIndex:
         """The summary index beside ``kb``'s chunks (shares its Milvus client and embedder)."""
-        return cls(kb.store, lambda: kb.embedder, min_chunks=kb.settings.structured.summary_min_chunks)
+        structured = kb.settings.structured
+        return cls(
+            kb.store, lambda: kb.embedder, min_chunks=structured.summary_min_chunks, vectors=structured.summary_vectors
+        )
 
     @property
     def embedder(self) -> Embedder:
@@ -213,6 +224,7 @@ class SummaryIndex:
         report.short = len(groups) - len(long_groups)
         rows: list[dict[str, Any]] = []
         texts: list[str] = []
+        centroids: list[list[float]] = []
         for group, members in long_groups.items():
             passages = self._passages(members, collection)
             title = next((doc.title for doc in members.values() if doc.title), None)
@@ -224,7 +236,9 @@ class SummaryIndex:
             for number, summary in enumerate(summaries):
                 rows.append(self._row(summary, number, scope, group, collection, title, versions[group]))
                 texts.append(_embedded_text(title, summary))
-        vectors = self._vectors(texts)
+                if summary.centroid is not None:
+                    centroids.append(summary.centroid.tolist())
+        vectors = self._vectors(texts) if self.vectors == "text" or len(centroids) != len(rows) else centroids
         for row, vector in zip(rows, vectors, strict=True):
             row[schema.DENSE] = vector
         report.summaries = len(rows)
