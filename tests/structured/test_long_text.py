@@ -21,6 +21,7 @@ from researchcrew.knowledge.library import remove_chunks
 from researchcrew.knowledge.summaries import SummaryIndex, summaries_for
 from researchcrew.pipeline._long_text import LongTextSearch, long_text_search
 from researchcrew.pipeline._structured import AnnotationStage
+from researchcrew.settings import Settings
 from researchcrew.text.sentences import split_sentences
 from tests.structured.long_documents import QUESTIONS, SECTIONS, SHORT_NOTE, manual_markdown
 
@@ -162,3 +163,19 @@ def test_summaries_switched_off(module_kb: KnowledgeBase) -> None:
     )
     kb = KnowledgeBase(off, embedder=module_kb.embedder)
     assert summaries_for(kb) is None and long_text_search(kb) is None
+
+
+def test_no_long_document_no_summary_collection(tmp_path: Path, module_kb: KnowledgeBase) -> None:
+    folder = tmp_path / "short"
+    folder.mkdir()
+    (folder / "note.md").write_text(SHORT_NOTE, encoding="utf-8")
+    with KnowledgeBase(Settings(data_dir=tmp_path / "data"), embedder=module_kb.embedder) as kb:
+        report = ingest_paths(kb, folder, progress=False)
+        assert report.summaries_added == 0 and report.chunks_added > 0
+        search = long_text_search(kb)
+        assert search is not None
+        found = search.run("What did the visit find?", ["shared"])
+        assert found.sections == [] and found.best_score is None
+        assert "no summaries" in found.describe()
+        # Neither the ingest nor the question made the collection: a question costs one existence check.
+        assert not kb.store.client.has_collection(search.summaries.name)

@@ -126,16 +126,23 @@ class SummaryIndex:
         return self._embedder()
 
     # Collection ------------------------------------------------------------------------------------------------
-    def _ensure(self) -> None:
+    def _open(self, *, create: bool) -> bool:
+        """Whether the collection is there (loaded); with ``create``, made when it is not. Reads and deletes never
+        create it: a knowledge base without long documents has none, and a question costs one existence check."""
         if self._ready:
-            return
+            return True
         with self._lock:
             if self._ready:
-                return
+                return True
+            exists = self.store.call(
+                "open summaries", lambda c, *, timeout: bool(c.has_collection(self.name, timeout=timeout))
+            )
+            if not exists and not create:
+                return False
             dimension = self.embedder.dimension
             lite = self.store.lite
 
-            def create(client: Any, *, timeout: float) -> None:
+            def make(client: Any, *, timeout: float) -> None:
                 if client.has_collection(self.name, timeout=timeout):
                     client.load_collection(self.name, timeout=timeout)
                     return
@@ -169,11 +176,13 @@ class SummaryIndex:
                 )
                 client.load_collection(self.name, timeout=timeout)
 
-            self.store.call("open summaries", create)
+            self.store.call("open summaries", make)
             self._ready = True
+            return True
 
     def _query(self, expression: str, fields: Sequence[str]) -> list[dict[str, Any]]:
-        self._ensure()
+        if not self._open(create=False):
+            return []
         return list(
             self.store.call(
                 "query summaries",
@@ -182,7 +191,8 @@ class SummaryIndex:
         )
 
     def _delete(self, expression: str) -> None:
-        self._ensure()
+        if not self._open(create=False):
+            return
         self.store.call("delete summaries", lambda c, **kw: c.delete(self.name, filter=expression, **kw))
 
     # Writing ---------------------------------------------------------------------------------------------------
@@ -244,7 +254,8 @@ class SummaryIndex:
         report.summaries = len(rows)
         # Summaries of groups that are no longer long (or empty now) go too: only what was written stays.
         self._remove_groups(list(groups), collection)
-        self._ensure()
+        if rows:
+            self._open(create=True)
         for start in range(0, len(rows), _WRITE_ROWS):
             batch = rows[start : start + _WRITE_ROWS]
             self.store.call("write summaries", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
@@ -355,9 +366,8 @@ class SummaryIndex:
 
     def search(self, vector: Sequence[float], collections: Sequence[str], *, limit: int = 10) -> list[SummaryHit]:
         """Summaries nearest ``vector`` (cosine) in ``collections``, best first."""
-        if not collections:
+        if not collections or not self._open(create=False):
             return []
-        self._ensure()
         params = schema.dense_search_params(lite=self.store.lite, limit=limit)
         result = self.store.call(
             "search summaries",
