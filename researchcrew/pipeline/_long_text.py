@@ -5,7 +5,8 @@ knowledge-base search uses) is matched against the summaries of long documents a
 (``knowledge/summaries``); the best summaries at or above ``summary_min_score`` name the documents and sections
 the question is about, and the knowledge base is then searched *within them* — the sections are part of the Milvus
 filter expression (``SearchFilters.sections``), so a section found by its theme gives its best passages even when
-none of them would win against the whole collection on its own.
+none of them would win against the whole collection on its own. The passages come in the order of their sections'
+matches: each section's best passage, the best-matching section's first, then the rest by relevance.
 
 A matching document summary drills into its matching sections when there are some, else into the whole document.
 When no summary reaches the threshold (no long documents, or none about the question), nothing is returned and the
@@ -28,6 +29,7 @@ from researchcrew.knowledge.filters import SearchFilters, SectionRef
 
 if TYPE_CHECKING:
     from researchcrew.knowledge.collection import KnowledgeBase
+    from researchcrew.knowledge.search import SearchHit
     from researchcrew.knowledge.summaries import SummaryHit, SummaryIndex
 
 logger = logging.getLogger(__name__)
@@ -88,7 +90,7 @@ class LongTextSearch:
         found = self.knowledge_base.search(question, top_k=self.passages, filters=filters)
         from researchcrew.tools.rag import to_context_chunk
 
-        for hit in found:
+        for hit in _by_section(found, result.sections):
             chunk = to_context_chunk(hit, query=question)
             chunk.metadata["long_text"] = True
             result.chunks.append(chunk)
@@ -114,6 +116,27 @@ class LongTextSearch:
             for ref in refs:
                 chosen.setdefault((ref.source_key, ref.heading), ref)
         return list(chosen.values())
+
+
+def _by_section(hits: Sequence[SearchHit], sections: Sequence[SectionRef]) -> list[SearchHit]:
+    """The passages in the order of their sections' summary matches: the best passage of each section first (the
+    section that matched best leads, even when a passage of another section scores higher on its own), then the
+    rest by relevance."""
+    rank: dict[tuple[str, str | None], int] = {}
+    for number, ref in enumerate(sections):
+        rank.setdefault((ref.source_key, ref.heading), number)
+
+    def section_of(hit: SearchHit) -> int:
+        exact = rank.get((hit.source_key, hit.heading or ""))
+        whole = rank.get((hit.source_key, None))
+        found = [value for value in (exact, whole) if value is not None]
+        return min(found) if found else len(sections)
+
+    leaders: dict[int, SearchHit] = {}
+    for hit in hits:  # best first: the first hit of a section is its best
+        leaders.setdefault(section_of(hit), hit)
+    first = [leaders[number] for number in sorted(leaders)]
+    return first + [hit for hit in hits if all(hit is not leader for leader in first)]
 
 
 def _section(hit: SummaryHit) -> SectionRef:

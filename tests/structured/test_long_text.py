@@ -23,6 +23,7 @@ from researchcrew.pipeline._long_text import LongTextSearch, long_text_search
 from researchcrew.pipeline._structured import AnnotationStage
 from researchcrew.settings import Settings
 from researchcrew.text.sentences import split_sentences
+from tests.ingestion.files import write_pdf
 from tests.structured.long_documents import QUESTIONS, SECTIONS, SHORT_NOTE, manual_markdown
 
 
@@ -179,3 +180,27 @@ def test_no_long_document_no_summary_collection(tmp_path: Path, module_kb: Knowl
         assert "no summaries" in found.describe()
         # Neither the ingest nor the question made the collection: a question costs one existence check.
         assert not kb.store.client.has_collection(search.summaries.name)
+
+
+def test_a_pdf_is_summarised_as_one_document_with_a_section_per_page(
+    module_kb: KnowledgeBase, summaries: SummaryIndex, route: LongTextSearch, tmp_path: Path
+) -> None:
+    headings = list(SECTIONS)
+    path = write_pdf(tmp_path / "manual.pdf", ["\n".join(SECTIONS[heading]) for heading in headings], title="Manual")
+    report = ingest_paths(module_kb, tmp_path, progress=False, collection="user:pdf")
+    assert report.summaries_added == 1 + len(headings)
+    found = summaries.read(["user:pdf"])
+    key = str(path.resolve())
+    assert {hit.group for hit in found} == {key}
+    whole = next(hit for hit in found if hit.kind == "document")
+    assert whole.source_key == key and whole.pages == list(range(1, len(headings) + 1))
+    pages = {hit.source_key for hit in found if hit.kind == "section"}
+    assert pages == {f"{key}#page={number}" for number in range(1, len(headings) + 1)}
+    # A thematic question drills into the page that is about it.
+    winter = f"{key}#page={headings.index('Winter operation') + 1}"
+    result = route.run("What keeps the station working through freezing months?", ["user:pdf"])
+    assert result.sections[0].source_key == winter and result.sections[0].heading is None
+    assert result.chunks[0].metadata["source_key"] == winter
+    # Deleting the file's pages takes the whole file's summaries.
+    assert remove_chunks(module_kb, sorted(pages)) > 0
+    assert summaries.read(["user:pdf"]) == []
