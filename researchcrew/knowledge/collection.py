@@ -382,6 +382,11 @@ class KnowledgeBase:
         annotations = index_for(self)
         if annotations is not None:
             annotations.remove_collection(collection)
+        from researchcrew.knowledge.summaries import summaries_for  # so do the long documents' summaries
+
+        summaries = summaries_for(self)
+        if summaries is not None:
+            summaries.remove_collection(collection)
         logger.info("removed %d chunks of collection %s", count, collection)
         return count
 
