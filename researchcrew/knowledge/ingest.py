@@ -63,7 +63,12 @@ class KnowledgeBaseLike(Protocol):
     def document_index(self, collection: str | None = None) -> dict[str, str]: ...
 
     def remove(
-        self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = (), collection: str | None = None
+        self,
+        *,
+        source_keys: Sequence[str] = (),
+        doc_ids: Sequence[str] = (),
+        collection: str | None = None,
+        derived: bool = True,
     ) -> int: ...
 
     def reindex_keywords(self) -> Any: ...
@@ -186,7 +191,9 @@ def ingest_paths(
     _summarise(kb, [*pending, *unchanged], stale, report, collection=collection)
     if stale and report.aborted is None:
         try:
-            report.chunks_removed = kb.remove(source_keys=stale, collection=collection)
+            report.chunks_removed = kb.remove(
+                source_keys=stale, collection=collection, derived=False
+            )  # derived rows: done above
             report.documents_removed = len(stale)
         except KnowledgeBaseError as error:
             report.aborted = f"removing {len(stale)} deleted document(s) failed: {error}"

@@ -337,21 +337,9 @@ def _annotate(knowledge_base: KnowledgeBase, documents: list[Document], *, colle
 
 
 def remove_chunks(knowledge_base: KnowledgeBase, source_keys: Sequence[str]) -> int:
-    """Delete every chunk of these source keys, and their annotations and summaries (in batches: a filter names at
-    most a few thousand keys)."""
-    from researchcrew.knowledge.annotations import index_for
-    from researchcrew.knowledge.summaries import summaries_for
-
-    annotations = index_for(knowledge_base)
-    summaries = summaries_for(knowledge_base)
-    removed = 0
-    for batch in _batches(source_keys):
-        removed += knowledge_base.remove(source_keys=batch)
-        if annotations is not None:
-            annotations.remove(source_keys=batch)
-        if summaries is not None:
-            summaries.remove(source_keys=batch)
-    return removed
+    """Delete every chunk of these source keys (their annotations and summaries go with them, see
+    ``KnowledgeBase.remove``), in batches: a filter names at most a few thousand keys."""
+    return sum(knowledge_base.remove(source_keys=batch) for batch in _batches(source_keys))
 
 
 __all__ = ["DocumentEvent", "Library", "event_of", "remove_chunks"]

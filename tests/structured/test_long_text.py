@@ -204,3 +204,23 @@ def test_a_pdf_is_summarised_as_one_document_with_a_section_per_page(
     # Deleting the file's pages takes the whole file's summaries.
     assert remove_chunks(module_kb, sorted(pages)) > 0
     assert summaries.read(["user:pdf"]) == []
+
+
+def test_a_document_removed_by_its_id_takes_its_summaries_and_annotations(
+    module_kb: KnowledgeBase, summaries: SummaryIndex, docs: Path
+) -> None:
+    """`researchcrew kb remove --doc ID` (and the service's /kb/remove) call ``KnowledgeBase.remove`` with document
+    ids: what ingest derived from those documents must not outlive them (stale summaries matched and found no
+    chunks; stale annotations answered table questions from removed documents)."""
+    folder = _write(docs.parent / "by-id")
+    (folder / "prices.md").write_text(
+        "# Prices\n\n| Item | Price |\n|---|---|\n| Tires | 120 USD |\n| Brakes | 80 USD |\n", encoding="utf-8"
+    )
+    ingest_paths(module_kb, folder, progress=False, collection="user:d")
+    annotations = index_for(module_kb)
+    assert annotations is not None
+    assert summaries.read(["user:d"]) and annotations.read(["user:d"])
+    doc_ids = sorted(module_kb.document_index("user:d").values())
+    assert module_kb.remove(doc_ids=doc_ids, collection="user:d") > 0  # ids are content hashes: shared has the same
+    assert summaries.read(["user:d"]) == [] and annotations.read(["user:d"]) == []
+    assert len(summaries.read(["shared"])) == 1 + len(SECTIONS)  # the shared collection's manual keeps its own
