@@ -76,6 +76,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     passages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     relaxed: bool = False
+    matched_by: str = ""  # how the labels were matched: "lexical", "embedding" or "" (no field named)
 
 
 def _stems(text: str) -> set[str]:
@@ -167,6 +168,7 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     result = SearchResult()
     known = index.labels(collections)
     labels, how = resolve_labels(question, sorted(known), index)
+    result.matched_by = how
     if how == "embedding":
         result.notes.append(f"fields matched by meaning: {', '.join(labels)}")
     # Numeric filters without a named field: the fields whose numbers are in the filter's unit.
