@@ -88,6 +88,7 @@ async def test_the_text_is_composed_from_the_table(panels: AnnotationIndex) -> N
     assert len(saved.rows) == 32
     for row in saved.rows[10:]:
         assert row.document and row.location and row.chunk_id
+    assert (saved.rows[-1].values[2], saved.rows[-1].location) == ("SP-300", "solar panels, row 3")
 
 
 async def test_doubts_lower_the_confidence(panels: AnnotationIndex) -> None:

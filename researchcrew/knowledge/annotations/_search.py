@@ -25,6 +25,7 @@ import numpy as np
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.tables import AggregateOperation, AggregateResult, TableColumn, TableRow
 from researchcrew.knowledge import _schema as schema
+from researchcrew.knowledge.annotations._extract import Annotation
 from researchcrew.knowledge.annotations._filters import (
     all_terms_clause,
     any_terms_clause,
@@ -296,7 +297,7 @@ def table_of(result: SearchResult) -> tuple[list[TableColumn], list[TableRow], l
         for key, column in zip(order, columns[1:], strict=True):
             cell = _value(item, key)
             cells.append(None if cell is None else (cell.display() if column.kind != "text" else cell.text))
-        location = f"page {annotation.page}" if annotation.page else (annotation.table or annotation.section)
+        location = _location(annotation)
         rows.append(
             TableRow(
                 values=cells,
@@ -306,6 +307,15 @@ def table_of(result: SearchResult) -> tuple[list[TableColumn], list[TableRow], l
             )
         )
     return columns, rows, notes
+
+
+def _location(annotation: Annotation) -> str | None:
+    """Where in its document a row or fact is: "page 3, Table 1: Panel widths, row 12" (each part when known), so a
+    row cited by no number (past the answer's first page, in "show the rest" and the CSV) can still be found."""
+    parts = [f"page {annotation.page}" if annotation.page else None, annotation.table or annotation.section]
+    parts.append(f"row {annotation.row + 1}" if annotation.kind == "row" and annotation.row is not None else None)
+    found = ", ".join(part for part in parts if part)
+    return found[:1_000] or None
 
 
 def annotations_aggregate(
