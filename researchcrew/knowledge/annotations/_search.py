@@ -206,7 +206,9 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
         return result  # nothing in the question picks any annotation out
     narrowed = False
     if subject:
-        if index.any_where(collections, [any_terms_clause(subject, cut_rows=False)]):
+        # Named by a title, section, table or file (the markers know those) or else by some value (a scan).
+        named = subject & index.subject_words(collections)
+        if named or index.any_where(collections, [any_terms_clause(subject, cut_rows=False)]):
             clauses.append(any_terms_clause(subject))
             narrowed = True
         elif not constrained:
