@@ -175,7 +175,7 @@ def _ruled(page: Any) -> list[PageTable]:
     return found
 
 
-def _inside(word: dict[str, Any], tables: Sequence[PageTable], page: Any) -> bool:
+def _inside(word: dict[str, Any], tables: Sequence[PageTable]) -> bool:
     middle = (float(word["top"]) + float(word["bottom"])) / 2
     return any(table.top - 1 <= middle <= table.bottom + 1 for table in tables)
 
@@ -205,7 +205,8 @@ def page_tables(page: Any, number: int, text_above: Any, carry: _Carry | None) -
     a point (for captions and to tell a continued table); ``carry`` is the previous page's last table."""
     result = PageTables()
     ruled = _ruled(page)
-    loose = [word for word in _words(page) if not _inside(word, ruled, page)]
+    words = _words(page)
+    loose = [word for word in words if not _inside(word, ruled)]
     tables = sorted([*ruled, *_unruled(loose)], key=lambda table: table.top)
     if len(tables) > MAX_TABLES_PER_PAGE:
         result.notes.append(f"page {number}: kept the first {MAX_TABLES_PER_PAGE} of {len(tables)} tables")
@@ -226,7 +227,7 @@ def page_tables(page: Any, number: int, text_above: Any, carry: _Carry | None) -
     next_carry = None
     if tables:
         last = tables[-1]
-        words_below = [w for w in _words(page) if float(w["top"]) > last.bottom + 1]
+        words_below = [w for w in words if float(w["top"]) > last.bottom + 1]
         next_carry = _Carry(len(last.header), last.header, last.caption, reached_bottom=len(_lines(words_below)) <= 1)
     return result, next_carry
 
