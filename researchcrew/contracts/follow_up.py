@@ -14,8 +14,8 @@ from pydantic import ConfigDict, Field, model_validator
 from researchcrew.contracts._base import Contract
 
 RewriteMethod = Literal["llm", "rule"]
-UsageStage = Literal["follow_up", "reformulation", "adjudication", "synthesis"]
-USAGE_STAGES: tuple[UsageStage, ...] = ("follow_up", "reformulation", "adjudication", "synthesis")
+UsageStage = Literal["follow_up", "routing", "reformulation", "adjudication", "synthesis"]
+USAGE_STAGES: tuple[UsageStage, ...] = ("follow_up", "routing", "reformulation", "adjudication", "synthesis")
 
 
 class QuestionRewrite(Contract):
@@ -82,6 +82,9 @@ class TokenUsage(Contract):
 
     follow_up: TokenCount = Field(
         default_factory=TokenCount, description="Rewriting a follow-up question into a stand-alone one."
+    )
+    routing: TokenCount = Field(
+        default_factory=TokenCount, description="Choosing the retrieval route (the route prompt, issue 22)."
     )
     reformulation: TokenCount = Field(
         default_factory=TokenCount, description="Rewriting the search query when the evidence was weak."

@@ -88,6 +88,17 @@ class AnswerTable(Contract):
         default_factory=list,
         description="What the reader should know about the table: caps applied, units that could not be converted.",
     )
+    filters: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description='The conditions the rows were selected by, as read from the question ("Width at most 1.2 m").',
+    )
+    conversions: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description='Values shown in another unit than written ("110 cm → 1.1 m (SP-300)"); the first few.',
+    )
+    converted: int = Field(default=0, ge=0, description="How many values of the rows were converted to another unit.")
 
     @model_validator(mode="after")
     def _rows_fit_columns(self) -> AnswerTable:
@@ -134,4 +145,13 @@ class StructuredOutcome(Contract):
     clarification: list[str] = Field(
         default_factory=list,
         description="Candidate fields when a label was ambiguous: the answer asks which one was meant.",
+    )
+    verified_rows: int = Field(
+        default=0,
+        ge=0,
+        description="Rows of the result set whose every value was found, exactly as written, in the passage it cites.",
+    )
+    doubts: list[str] = Field(
+        default_factory=list,
+        description="What makes the match less than exact (fields matched by meaning, a condition relaxed).",
     )

@@ -48,11 +48,15 @@ from researchcrew.knowledge.annotations import (
     SearchResult,
     annotations_aggregate,
     annotations_search,
+    conversions,
+    describe_filters,
+    doubts,
     index_for,
     parse_question,
     passage_evidence,
     resolve_labels,
     table_of,
+    verified,
 )
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.llm.fence import block
@@ -278,6 +282,7 @@ class AnnotationStage:
             label = result.labels[0] if result.labels and question.aggregate != "count" else None
             group = _group_key(question, result, collections, self.index)
             aggregates = annotations_aggregate(result, question.aggregate, label=label, group_by=group)
+        converted, examples = conversions(result)
         table = AnswerTable(
             title=_clip(request.question, 500),
             columns=columns,
@@ -285,8 +290,18 @@ class AnnotationStage:
             total_rows=len(numbered),
             aggregates=aggregates,
             notes=[*result.notes, *notes, *self.index.notes(collections)][:50],
+            filters=[_clip(text, 300) for text in describe_filters(question, result)],
+            conversions=[_clip(text, 300) for text in examples],
+            converted=converted,
         )
-        return StructuredOutcome(route=decision, table=table, all_rows=numbered, evidence=evidence)
+        return StructuredOutcome(
+            route=decision,
+            table=table,
+            all_rows=numbered,
+            evidence=evidence,
+            verified_rows=verified(result),
+            doubts=doubts(result),
+        )
 
 
 def annotation_stage(

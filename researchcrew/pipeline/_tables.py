@@ -3,6 +3,9 @@ deadline, turning its outcome into the answer's table, and asking back when a la
 
 * ``run_structured`` runs the ``StructuredStage`` with what is left of the run (at most its own deadline); a stage
   that fails or runs out of time is data: the question goes on by normal retrieval, and the route says why.
+* ``table_lead`` composes a table answer's text from the table (what was asked, how many rows match, filters,
+  units converted, what it lists); ``table_assessment`` gives its confidence from the structured evidence (values
+  found exactly as written in the passages the rows cite), not from passage similarity.
 * ``attach_table`` maps each row's passage to the answer's citation number (adding a citation for a row whose
   passage the synthesis did not cite, so every row is cited), then appends the first rows as a Markdown table and
   how many more exist ("say 'show the rest' or 'export that table'").
@@ -28,12 +31,15 @@ from researchcrew.contracts.tables import (
     StructuredRequest,
     TableRow,
 )
+from researchcrew.pipeline._assessment import AnswerAssessment
 from researchcrew.pipeline.stages import StructuredStage
+from researchcrew.settings import ConfidenceSettings
 from researchcrew.text.answer_tables import cell_text, header_label, table_markdown
 
 logger = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 8  # fields listed in a clarifying question (ClarifyingQuestion.options' cap)
+DOUBT_FACTOR = 0.8  # a table answer's confidence per doubt (fields matched by meaning, a condition relaxed)
 
 
 @dataclass(frozen=True)
@@ -119,19 +125,82 @@ def label_clarification(
 
 
 def table_lead(query: Query, run: StructuredRun) -> FinalResponse:
-    """The answer's opening when the structured route answered: what was found (the table follows it, cited row by
-    row, in ``attach_table``); the route's reason when it gives one."""
+    """The answer's text when the structured route answered, composed from the table itself (the rows follow it,
+    cited row by row, in ``attach_table``): what was asked, how many rows match and from how many documents, the
+    filters applied, the values converted to another unit, what the table lists, and the aggregate asked for."""
     table = run.table
-    total = table.total_rows if table is not None else 0
-    what = f": {table.title}" if table is not None and table.title else ""
-    rows = "row" if total == 1 else "rows"
+    outcome = run.outcome
+    if table is None or outcome is None:
+        return FinalResponse(
+            query=query, answer="", answer_kind="extractive", confidence=0.0, confidence_level="insufficient"
+        )
     return FinalResponse(
         query=query,
-        answer=f"Found {total} {rows} in the extracted facts and tables{what}.",
+        answer=compose_table_text(table, outcome.all_rows or table.rows),
         answer_kind="extractive",
         confidence=0.0,
         confidence_level="insufficient",
     )
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"
+
+
+def compose_table_text(table: AnswerTable, rows: Sequence[TableRow]) -> str:
+    """A table answer's text (see ``table_lead``); the "N more rows" line comes with the rendered table."""
+    documents = len({row.document for row in rows if row.document})
+    asked = table.title.strip().rstrip("?.") if table.title else "the question"
+    matched = _count(table.total_rows, "row matches", "rows match")
+    sources = f", from {_count(documents, 'document', 'documents')}" if documents else ""
+    sentences = [f"{matched} “{asked}”{sources}."]
+    if table.filters:
+        sentences.append(f"Filters applied: {'; '.join(table.filters)}.")
+    if table.converted:
+        more = ", …" if table.converted > len(table.conversions) else ""
+        examples = f": {'; '.join(table.conversions)}{more}" if table.conversions else ""
+        sentences.append(f"{_count(table.converted, 'value', 'values')} written in another unit converted{examples}.")
+    listed = [header_label(column) for column in table.columns if column.name != "document"]
+    if listed:
+        head = listed[:6] if len(listed) <= 6 else [*listed[:6], f"{len(listed) - 6} more fields"]
+        shown = head[0] if len(head) == 1 else f"{', '.join(head[:-1])} and {head[-1]}"
+        sentences.append(f"The table lists {shown} for each row, with the document it comes from.")
+    names = {"count": "Count", "sum": "Total", "mean": "Mean", "min": "Minimum", "max": "Maximum"}
+    for aggregate in table.aggregates:
+        if aggregate.value is None:
+            continue
+        unit = f" {aggregate.unit}" if aggregate.unit else ""
+        of = f" of {aggregate.field}" if aggregate.field else ""
+        if not of and aggregate.operation == "count":
+            of = " of documents"
+        group = f" for {aggregate.group}" if aggregate.group else ""
+        over = _count(aggregate.rows_used, "row", "rows")
+        sentences.append(f"{names[aggregate.operation]}{of}{group}: {cell_text(aggregate.value)}{unit} (over {over}).")
+    return " ".join(sentences)
+
+
+def table_assessment(outcome: StructuredOutcome, settings: ConfidenceSettings) -> AnswerAssessment:
+    """A table answer's confidence from its structured evidence, not passage similarity: the share of rows whose
+    every value is in its cited passage exactly as written, lowered when fields were matched by meaning or a
+    condition was relaxed (``outcome.doubts``)."""
+    from researchcrew.pipeline._assessment import BAND_CAVEATS, BAND_CODES, band
+
+    total = len(outcome.all_rows) or (outcome.table.total_rows if outcome.table else 0)
+    if not total:
+        return AnswerAssessment(0.0, "insufficient", f"{BAND_CODES['insufficient']}: no row matched", None)
+    exact = min(outcome.verified_rows, total) / total
+    factor = DOUBT_FACTOR ** len(outcome.doubts)
+    confidence = round(max(0.0, min(1.0, exact * factor)), 4)
+    level = band(confidence, settings)
+    passages = len({row.chunk_id for row in outcome.all_rows if row.chunk_id})
+    reason = (
+        f"{BAND_CODES[level]}: structured evidence — {outcome.verified_rows} of {total} rows have every value exactly "
+        f"as written in the passage they cite ({_count(passages, 'passage', 'passages')}, each with its document "
+        "and location)"
+    )
+    if outcome.doubts:
+        reason += f"; lowered because {' and '.join(outcome.doubts)} (×{factor:.2f})"
+    return AnswerAssessment(confidence, level, reason[:500], BAND_CAVEATS.get(level))
 
 
 def row_claims(response: FinalResponse) -> FinalResponse:
@@ -200,11 +269,13 @@ __all__ = [
     "attach_table",
     "citation_number",
     "cite_rows",
+    "compose_table_text",
     "label_clarification",
     "long_text_evidence",
     "route_after",
     "row_claims",
     "run_structured",
     "shown_evidence",
+    "table_assessment",
     "table_lead",
 ]

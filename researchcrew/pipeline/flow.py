@@ -70,6 +70,7 @@ from researchcrew.pipeline._tables import (
     row_claims,
     run_structured,
     shown_evidence,
+    table_assessment,
     table_lead,
 )
 from researchcrew.pipeline.clarify import ClarificationInput, clarification_response, never_clarify
@@ -240,16 +241,17 @@ class ResearchFlow(Flow):
         if budget <= 0:
             run = StructuredRun(None, "no time left for the structured search")
         else:
-            run = await run_structured(
-                stage,
-                StructuredRequest(
-                    question=self._researched_query().text,
-                    user_id=query.user_id,
-                    collections=self._requested_collections(),
-                    page_size=self._stages.table_page_size,
-                    deadline_s=budget,
-                ),
-            )
+            with self._meter.stage("routing"):  # the route prompt's tokens, when an LLM routes
+                run = await run_structured(
+                    stage,
+                    StructuredRequest(
+                        question=self._researched_query().text,
+                        user_id=query.user_id,
+                        collections=self._requested_collections(),
+                        page_size=self._stages.table_page_size,
+                        deadline_s=budget,
+                    ),
+                )
         self._structured = run
         self._long_text = long_text_evidence(run)
         outcome = run.outcome
@@ -579,7 +581,7 @@ class ResearchFlow(Flow):
         given = [scored.chunk for scored in evaluation.filtered_context.chunks]
         if self._table_answers():  # each shown row is a statement cited by its passage
             await self._attach_table()
-            self.state.response = self._assessed(row_claims(_require(self.state.response, "a table answer")))
+            self.state.response = self._table_assessed(row_claims(_require(self.state.response, "a table answer")))
         else:
             self.state.response = self._assessed(
                 self._stages.validate_citations(_require(self.state.response, "a draft"), given)
@@ -669,6 +671,23 @@ class ResearchFlow(Flow):
             self.state.caveats.append(
                 f"The other {table.more_rows} rows of this table could not be kept for paging or export: {problem}."
             )
+
+    def _table_assessed(self, response: FinalResponse) -> FinalResponse:
+        """A table answer with its confidence from the structured evidence (``table_assessment``): exact value
+        matches with provenance, not how similar the passages are to the question."""
+        run = _require(self._structured, "a structured run")
+        assessment = table_assessment(_require(run.outcome, "a structured outcome"), self._stages.confidence)
+        caveats = [caveat for caveat in response.caveats if not caveat.startswith("Confidence is ")]
+        if assessment.caveat is not None:
+            caveats.append(assessment.caveat)
+        return response.model_copy(
+            update={
+                "confidence": assessment.confidence,
+                "confidence_level": assessment.level,
+                "final_reason": assessment.reason,
+                "caveats": caveats,
+            }
+        )
 
     def _assessed(self, response: FinalResponse) -> FinalResponse:
         """The written answer with its confidence computed over the evidence it cites (pipeline/_assessment.py):

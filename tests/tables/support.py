@@ -48,6 +48,7 @@ def panels_outcome(rows: int, page_size: int = 10) -> StructuredOutcome:
         rows=every[:page_size],
         total_rows=rows,
         notes=["Widths given in mm were converted to m."],
+        filters=["Width at most 1.2 m"],
     )
     route = RouteDecision(
         route="structured",
@@ -61,6 +62,7 @@ def panels_outcome(rows: int, page_size: int = 10) -> StructuredOutcome:
         table=table,
         all_rows=every,
         evidence=[sheet_chunk(number) for number in range(1, rows + 1)],
+        verified_rows=rows,  # each row's values are in its spec sheet passage as written
     )
 
 

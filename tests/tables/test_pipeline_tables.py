@@ -81,6 +81,12 @@ async def test_a_structured_table_answers_with_cited_rows_and_says_how_many_more
     assert f"| SP-01 | 1.01 | [{table.rows[0].citation}] |" in response.answer
     assert "13 more rows — say 'show the rest' or 'export that table'." in response.answer
     assert "converted to m" in response.answer
+    assert response.answer.startswith(
+        "23 rows match “Solar panels with a width of at most 1.2 m”, from 23 documents. "
+        "Filters applied: Width at most 1.2 m."
+    )
+    assert TEXT not in response.answer  # the retrieved passage is not quoted beside the table
+    assert response.confidence_level == "high" and "23 of 23 rows" in (response.final_reason or "")
     stored = saved.calls[0]
     assert (stored["user_id"], stored["session_id"], stored["table"].table_id) == ("ada", "s1", table.table_id)
     assert len(stored["rows"]) == 23

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from researchcrew.knowledge.annotations._describe import conversions, describe_filters, doubts, verified
 from researchcrew.knowledge.annotations._extract import Annotation, Extraction, extract
 from researchcrew.knowledge.annotations._index import AnnotationIndex, AnnotationReport, StoredAnnotation, index_for
 from researchcrew.knowledge.annotations._llm import LLMExtractor
@@ -46,6 +47,9 @@ __all__ = [
     "TypedValue",
     "annotations_aggregate",
     "annotations_search",
+    "conversions",
+    "describe_filters",
+    "doubts",
     "export_annotations_csv",
     "extract",
     "index_for",
@@ -54,4 +58,5 @@ __all__ = [
     "resolve_labels",
     "table_of",
     "typed_value",
+    "verified",
 ]

@@ -3,8 +3,8 @@
 * **Facts**: ``Label: value`` lines and sentences ("Sample size: 1,204", "**Width:** 1.15 m", "- Vendor: Tire World"),
   several on one line when sentences each start with a label ("Vendor: Tire World. Date: 2024-03-02.").
 * **Rows**: Markdown pipe tables. They are also what the HTML loader makes of ``<table>`` (trafilatura renders tables
-  as pipe tables) and what the CSV loader writes, so one reader serves Markdown, HTML and CSV. PDF text keeps no
-  column boundaries (the loader collapses runs of spaces), so from PDFs only facts are read.
+  as pipe tables), what the CSV loader writes and what the PDF loader puts where a PDF page has a table (pdfplumber,
+  ``loaders/_pdf_tables.py``), so one reader serves Markdown, HTML, CSV and PDF; a PDF row carries its page.
 
 Every annotation is tied to the chunk whose text holds the line it came from (its *passage*), and each value must
 occur verbatim in that passage: a value that does not (a line the chunker cut in two) is dropped, never stored

@@ -3,13 +3,16 @@
 One row per annotation: its document collection (the partition key, filtered exactly as chunk searches are:
 ``knowledge/access.py``), source key, document and chunk ids, kind, the normalised labels (an ARRAY the label
 filter reads), the serialised ``label: value`` text, a vector, and the whole annotation with typed properties as
-JSON. The vector embeds what the annotation is *about* — its labels ("Item;
+JSON, and the scalar fields the typed filters read in Milvus (``_filters``: normalised numbers with their dimension,
+the day, the stemmed words; a collection made before them is upgraded on open, ``_upgrade``). The vector embeds what
+the annotation is *about* — its labels ("Item;
 Qty; Price") — so that "qty" finds "quantity"; values are matched by the typed filters, exactly. Every row of a
 table and every fact of one label share that text, so it is embedded once per pass, not once per annotation (what
 keeps the ingest slow-down small: ``benchmarks/structured.py``).
 
 One marker row per document (kind ``document``) records that its
-annotations are current for its ``doc_id`` and what the caps cut, so an unchanged document is not extracted again and
+annotations are current for its ``doc_id``, what the caps cut and a summary (labels, dimensions, subject words) that
+the query side reads instead of every annotation, so an unchanged document is not extracted again and
 a document indexed before annotations existed is annotated on its next ingest or reindex.
 
 A document's rows are replaced as a whole when its content changes (or it is annotated again) and removed
@@ -31,6 +34,19 @@ from pydantic import Field
 from researchcrew.contracts._base import Contract
 from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.annotations._extract import Annotation, Extraction, extract
+from researchcrew.knowledge.annotations._filters import (
+    DAY,
+    LABEL_BYTES,
+    LABELS,
+    MAX_LABELS,
+    MAX_TERMS,
+    NUMBERS,
+    TERM_BYTES,
+    TERMS,
+    document_day,
+    document_summary,
+    filter_fields,
+)
 
 if TYPE_CHECKING:
     from researchcrew.embedding.embedder import Embedder
@@ -44,15 +60,14 @@ logger = logging.getLogger(__name__)
 
 SUFFIX = "_annotations"
 KIND = "kind"
-LABELS = "labels"
 PROPERTIES = "properties"
 DOCUMENT_MARKER = "document"
-MAX_LABELS = 64
-_LABEL_BYTES = 200
 _WRITE_ROWS = 512
 _EMBED_BATCH = 256
 _KEYS_PER_QUERY = 1024
 _FIELDS = [schema.PK, schema.COLLECTION, schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_ID, KIND, PROPERTIES]
+_SCHEMA_FIELDS = (NUMBERS, DAY, TERMS)  # a collection without them predates filters in Milvus: upgraded on open
+UPGRADE_SUFFIX = "__filters"
 
 
 class AnnotationReport(Contract):
@@ -98,6 +113,7 @@ class AnnotationIndex:
         self._ready = False
         self._lock = threading.Lock()
         self._label_vectors: dict[str, Any] = {}
+        self.rows_read = 0  # annotation rows queries returned (what a filter pushed into Milvus saves)
 
     @classmethod
     def of(cls, kb: KnowledgeBase, *, extractor: LLMExtractor | None = None) -> AnnotationIndex:
@@ -118,10 +134,13 @@ class AnnotationIndex:
             dimension = self.embedder.dimension
             lite = self.store.lite
 
-            def create(client: Any, *, timeout: float) -> None:
-                if client.has_collection(self.name, timeout=timeout):
-                    client.load_collection(self.name, timeout=timeout)
-                    return
+            def exists(client: Any, *, timeout: float) -> tuple[bool, bool]:
+                if not client.has_collection(self.name, timeout=timeout):
+                    return False, False
+                fields = {field["name"] for field in client.describe_collection(self.name, timeout=timeout)["fields"]}
+                return True, all(name in fields for name in _SCHEMA_FIELDS)
+
+            def create(client: Any, *, timeout: float, name: str = self.name) -> None:
                 from pymilvus import DataType, MilvusClient
 
                 built = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
@@ -136,10 +155,19 @@ class AnnotationIndex:
                     DataType.ARRAY,
                     element_type=DataType.VARCHAR,
                     max_capacity=MAX_LABELS,
-                    max_length=_LABEL_BYTES,
+                    max_length=LABEL_BYTES,
                 )
                 built.add_field(schema.TEXT, DataType.VARCHAR, max_length=65535)
                 built.add_field(PROPERTIES, DataType.JSON)
+                built.add_field(NUMBERS, DataType.JSON)
+                built.add_field(DAY, DataType.VARCHAR, max_length=10)
+                built.add_field(
+                    TERMS,
+                    DataType.ARRAY,
+                    element_type=DataType.VARCHAR,
+                    max_capacity=MAX_TERMS,
+                    max_length=TERM_BYTES,
+                )
                 built.add_field(schema.DENSE, DataType.FLOAT_VECTOR, dim=dimension)
                 params = client.prepare_index_params()
                 if lite:
@@ -151,25 +179,60 @@ class AnnotationIndex:
                         metric_type="COSINE",
                         params={"M": 16, "efConstruction": 200},
                     )
-                    for name in (schema.SOURCE_KEY, schema.DOC_ID, KIND, LABELS):
-                        params.add_index(field_name=name, index_type="INVERTED")
+                    for field_name in (schema.SOURCE_KEY, schema.DOC_ID, KIND, LABELS, DAY, TERMS):
+                        params.add_index(field_name=field_name, index_type="INVERTED")
                 client.create_collection(
-                    self.name, schema=built, index_params=params, consistency_level="Strong", timeout=timeout
+                    name, schema=built, index_params=params, consistency_level="Strong", timeout=timeout
                 )
-                client.load_collection(self.name, timeout=timeout)
+                client.load_collection(name, timeout=timeout)
 
-            self.store.call("open annotations", create)
+            found, current = self.store.call("open annotations", exists)
+            if not found:
+                self.store.call("create annotations", create)
+            elif not current:
+                self._upgrade(lambda client, timeout: create(client, timeout=timeout, name=self.name + UPGRADE_SUFFIX))
+            else:
+                self.store.call("load annotations", lambda c, **kw: c.load_collection(self.name, **kw))
             self._ready = True
 
-    def _query(self, expression: str, fields: Sequence[str]) -> list[dict[str, Any]]:
+    def _upgrade(self, create: Callable[[Any, float], None]) -> None:
+        """A collection made before the filter fields (``NUMBERS``, ``DAY``, ``TERMS``) is copied into one with them,
+        the fields derived from each row's stored annotation and its document's facts (nothing is extracted or
+        embedded again), then replaces it. Interrupted before the swap, the old collection is untouched and the
+        next open copies again."""
+        from researchcrew.knowledge.annotations._upgrade import copy_with_filters
+
+        copy = self.name + UPGRADE_SUFFIX
+
+        def fresh(client: Any, *, timeout: float) -> None:
+            if client.has_collection(copy, timeout=timeout):
+                client.drop_collection(copy, timeout=timeout)
+            create(client, timeout)
+
+        self.store.call("create the upgraded annotations", fresh)
+        copied = copy_with_filters(self.store, self.name, copy)
+
+        def swap(client: Any, *, timeout: float) -> None:
+            client.release_collection(self.name, timeout=timeout)
+            client.drop_collection(self.name, timeout=timeout)
+            client.rename_collection(copy, self.name, timeout=timeout)
+            client.load_collection(self.name, timeout=timeout)
+
+        self.store.call("replace the annotations by their upgraded copy", swap)
+        logger.info("annotations %s upgraded to filters in Milvus: %d rows copied", self.name, copied)
+
+    def _query(self, expression: str, fields: Sequence[str], *, limit: int | None = None) -> list[dict[str, Any]]:
         self._ensure()
         base = expression or f'{schema.PK} != ""'
-        return list(
+        extra: dict[str, Any] = {} if limit is None else {"limit": limit}
+        rows = list(
             self.store.call(
                 "query annotations",
-                lambda c, **kw: c.query(self.name, filter=base, output_fields=list(fields), **kw),
+                lambda c, **kw: c.query(self.name, filter=base, output_fields=list(fields), **extra, **kw),
             )
         )
+        self.rows_read += len(rows)
+        return rows
 
     def _delete(self, expression: str) -> None:
         self._ensure()
@@ -220,9 +283,8 @@ class AnnotationIndex:
             notes = [*_loader_notes(document), *extraction.notes]
             report.notes.extend(f"{document.title or document.source_key}: {note}" for note in notes)
             scope = _document_scope(collection, document.source_key)
+            day = document_day(extraction.annotations)
             for number, annotation in enumerate(extraction.annotations):
-                labels = sorted({_clip_label(value.key) for value in annotation.values})
-                text = annotation.serialised()
                 texts.append(annotation.label_text())
                 rows.append(
                     {
@@ -232,13 +294,14 @@ class AnnotationIndex:
                         schema.DOC_ID: document.doc_id,
                         schema.CHUNK_ID: annotation.chunk_id,
                         KIND: annotation.kind,
-                        LABELS: labels[:MAX_LABELS],
-                        schema.TEXT: schema.clip(schema.TEXT, text),
+                        schema.TEXT: schema.clip(schema.TEXT, annotation.serialised()),
                         PROPERTIES: annotation.model_dump(mode="json"),
+                        **filter_fields(annotation, day),
                     }
                 )
             report.annotations += len(extraction.annotations)
-            markers.append(self._marker(document, collection, scope, notes, len(extraction.annotations)))
+            summary = document_summary(extraction.annotations)
+            markers.append(self._marker(document, collection, scope, notes, len(extraction.annotations), summary))
         for row, vector in zip(rows, self._vectors(texts), strict=True):
             row[schema.DENSE] = vector
         # What the keys held goes first; the markers come last, so a pass cut off part-way leaves documents without
@@ -254,7 +317,9 @@ class AnnotationIndex:
             extraction = self.extractor.add_to(extraction, document, chunks)
         return extraction
 
-    def _marker(self, document: Document, collection: str, scope: str, notes: list[str], count: int) -> dict[str, Any]:
+    def _marker(
+        self, document: Document, collection: str, scope: str, notes: list[str], count: int, summary: dict[str, Any]
+    ) -> dict[str, Any]:
         dimension = self.embedder.dimension
         return {
             schema.PK: f"{scope}:{document.doc_id}:document",
@@ -263,9 +328,12 @@ class AnnotationIndex:
             schema.DOC_ID: document.doc_id,
             schema.CHUNK_ID: "",
             KIND: DOCUMENT_MARKER,
-            LABELS: [],
             schema.TEXT: schema.clip(schema.TEXT, document.title or ""),
-            PROPERTIES: {"notes": notes[:50], "annotations": count, "title": document.title},
+            PROPERTIES: {"notes": notes[:50], "annotations": count, "title": document.title, **summary},
+            LABELS: [],
+            NUMBERS: {},
+            DAY: "",
+            TERMS: [],
             schema.DENSE: [1.0] + [0.0] * (dimension - 1),  # never searched (markers are filtered out)
         }
 
@@ -314,15 +382,48 @@ class AnnotationIndex:
         rows = self._query(expression, _FIELDS)[:limit]
         return [_stored(row) for row in rows]
 
-    def labels(self, collections: Sequence[str]) -> dict[str, int]:
-        """Every normalised label in ``collections`` and how many annotations carry it."""
+    def where(
+        self, collections: Sequence[str], clauses: Sequence[str], *, limit: int | None = None
+    ) -> list[StoredAnnotation]:
+        """Annotations in ``collections`` that pass every filter clause (``_filters``), read by Milvus."""
         if not collections:
-            return {}
+            return []
+        expression = " and ".join([self._scope(collections), *(f"({clause})" for clause in clauses)])
+        return [_stored(row) for row in self._query(expression, _FIELDS, limit=limit)]
+
+    def any_where(self, collections: Sequence[str], clauses: Sequence[str]) -> bool:
+        """Whether any annotation in ``collections`` passes every clause (one row read at most)."""
+        if not collections:
+            return False
+        expression = " and ".join([self._scope(collections), *(f"({clause})" for clause in clauses)])
+        return bool(self._query(expression, [schema.PK], limit=1))
+
+    def summaries(self, collections: Sequence[str]) -> list[dict[str, Any]]:
+        """The marker rows' summaries of the documents in ``collections`` (``_filters.document_summary``)."""
+        if not collections:
+            return []
+        expression = (
+            f"{schema.COLLECTION} in [{', '.join(schema.quote(c) for c in sorted(set(collections)))}] and "
+            f"{KIND} == {schema.quote(DOCUMENT_MARKER)}"
+        )
+        return [dict(row[PROPERTIES]) for row in self._query(expression, [PROPERTIES])]
+
+    def labels(self, collections: Sequence[str]) -> dict[str, int]:
+        """Every normalised label in ``collections`` and how many annotations carry it (from the documents'
+        markers: one row read per document)."""
         counts: dict[str, int] = {}
-        for row in self._query(self._scope(collections), [LABELS]):
-            for label in row.get(LABELS) or []:
-                counts[label] = counts.get(label, 0) + 1
+        for summary in self.summaries(collections):
+            for label, count in (summary.get("labels") or {}).items():
+                counts[label] = counts.get(label, 0) + int(count)
         return counts
+
+    def dimensions(self, collections: Sequence[str]) -> dict[str, set[str]]:
+        """label → the dimensions its numbers are in, over ``collections`` (from the markers)."""
+        found: dict[str, set[str]] = {}
+        for summary in self.summaries(collections):
+            for label, dimensions in (summary.get("dimensions") or {}).items():
+                found.setdefault(label, set()).update(dimensions)
+        return found
 
     def search(self, vector: Sequence[float], collections: Sequence[str], *, limit: int = 50) -> list[StoredAnnotation]:
         """Annotations whose serialised text is nearest ``vector`` (cosine), in ``collections``."""
@@ -368,14 +469,10 @@ class AnnotationIndex:
 
     def subject_words(self, collections: Sequence[str]) -> set[str]:
         """Stemmed words of the titles, sections and tables of the annotations in ``collections`` (what a question
-        may name to narrow them: "solar panels", "receipts")."""
-        from researchcrew.text.terms import stem, term_words
-
+        may name to narrow them: "solar panels", "receipts"), from the documents' markers."""
         words: set[str] = set()
-        for item in self.read(collections):
-            annotation = item.annotation
-            for part in (annotation.title, annotation.section, annotation.table, annotation.file):
-                words |= {stem(word) for word in term_words(part or "")}
+        for summary in self.summaries(collections):
+            words.update(summary.get("subject") or [])
         return words
 
     def label_vectors(self, texts: Sequence[str]) -> Any:
@@ -442,10 +539,6 @@ def _stored(row: dict[str, Any]) -> StoredAnnotation:
 def _loader_notes(document: Document) -> list[str]:
     notes = document.metadata.get("table_notes")
     return [str(note) for note in notes] if isinstance(notes, list) else []
-
-
-def _clip_label(key: str) -> str:
-    return key.encode()[:_LABEL_BYTES].decode(errors="ignore")
 
 
 def index_for(kb: object) -> AnnotationIndex | None:

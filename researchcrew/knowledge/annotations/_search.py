@@ -5,8 +5,11 @@ Search: labels are matched lexically (stemmed words of a label all in the questi
 numeric ranges after unit conversion (a value in a unit that cannot be converted to the question's is left out and
 *named* in the notes), date ranges (a row without a date of its own takes its document's date fact), item terms
 (a row's text holds the item), and the question's remaining words as a soft subject filter (relaxed, with a note,
-when nothing would pass it). Every result's passage is read back from the chunks, under the same collection scope:
-an annotation of a removed document is never returned.
+when nothing would pass it). The filters run in Milvus' expression (``_filters``: labels, normalised numbers and
+their dimension, days, item and subject words, collection scope), so a query reads the rows that pass them, not every
+annotation; the rules Milvus cannot say exactly (an item's words inside one value, rows rather than facts when items
+are asked) are applied to those rows in Python. Every result's passage is read back from the chunks, under the same
+collection scope: an annotation of a removed document is never returned.
 """
 
 from __future__ import annotations
@@ -22,8 +25,19 @@ import numpy as np
 from researchcrew.contracts.chunks import ContextChunk
 from researchcrew.contracts.tables import AggregateOperation, AggregateResult, TableColumn, TableRow
 from researchcrew.knowledge import _schema as schema
+from researchcrew.knowledge.annotations._extract import Annotation
+from researchcrew.knowledge.annotations._filters import (
+    all_terms_clause,
+    any_terms_clause,
+    date_clause,
+    labels_clause,
+    numeric_clause,
+    other_dimension_clause,
+    stems,
+    subject_parts,
+)
 from researchcrew.knowledge.annotations._index import AnnotationIndex, StoredAnnotation
-from researchcrew.knowledge.annotations._query import GENERIC_WORDS, NumericFilter, ParsedQuestion
+from researchcrew.knowledge.annotations._query import GENERIC_WORDS, ParsedQuestion
 from researchcrew.knowledge.annotations._values import TypedValue, unit_of
 from researchcrew.text.spreadsheet import csv_table
 from researchcrew.text.terms import QUERY_STOP_WORDS, stem, term_words
@@ -50,6 +64,7 @@ ABBREVIATIONS = {
 }
 LABEL_SIMILARITY = 0.6  # cosine of a question phrase and a label to count as the same field ("qty" ~ "quantity")
 MAX_COLUMNS = 12
+_NOTE_ROWS = 200  # rows read to name the units that could not be converted
 
 
 @dataclass
@@ -62,6 +77,7 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
     passages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     relaxed: bool = False
+    matched_by: str = ""  # how the labels were matched: "lexical", "embedding" or "" (no field named)
 
 
 def _stems(text: str) -> set[str]:
@@ -123,23 +139,6 @@ def _value(annotation: StoredAnnotation, key: str) -> TypedValue | None:
     return next((value for value in annotation.annotation.values if value.key == key), None)
 
 
-def _numeric_ok(
-    annotation: StoredAnnotation, filter_: NumericFilter, labels: list[str], mismatched: dict[str, set[str]]
-) -> bool:
-    for key in labels:
-        value = _value(annotation, key)
-        if value is None:
-            continue
-        if value.number is None:
-            continue
-        if value.dimension != filter_.dimension:
-            mismatched[value.label].add(value.unit or "no unit")
-            continue
-        if filter_.admits(value.number):
-            return True
-    return False
-
-
 def _contains_item(annotation: StoredAnnotation, item: str) -> bool:
     wanted = _stems(item)
     if not wanted:
@@ -159,37 +158,26 @@ def _document_facts(stored: list[StoredAnnotation]) -> dict[tuple[str, str], dic
     return facts
 
 
-def _date_of(item: StoredAnnotation, facts: dict[tuple[str, str], dict[str, TypedValue]]) -> str | None:
-    own = next((value.date for value in item.annotation.values if value.kind == "date"), None)
-    if own:
-        return own
-    return next(
-        (v.date for v in facts.get((item.collection, item.annotation.source_key), {}).values() if v.kind == "date"),
-        None,
-    )
-
-
 def _subject_text(item: StoredAnnotation) -> set[str]:
-    annotation = item.annotation
-    parts = [annotation.title or "", annotation.section or "", annotation.table or "", annotation.file or ""]
-    parts += [value.text for value in annotation.values]
-    return {stem(word) for part in parts for word in term_words(part)}
+    return stems(subject_parts(item.annotation))
 
 
 def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collections: Sequence[str]) -> SearchResult:
-    """The annotations in ``collections`` that answer ``question`` (see the module docstring)."""
+    """The annotations in ``collections`` that answer ``question`` (see the module docstring). The typed filters
+    run in Milvus (``_filters``): only rows that pass them are read; the exact rules Milvus cannot express (an
+    item's words in one value, rows over facts when items are asked) are applied to those rows here."""
     result = SearchResult()
     known = index.labels(collections)
     labels, how = resolve_labels(question, sorted(known), index)
+    result.matched_by = how
     if how == "embedding":
         result.notes.append(f"fields matched by meaning: {', '.join(labels)}")
     # Numeric filters without a named field: the fields whose numbers are in the filter's unit.
     needs_label = needs_field(question)
-    everything = index.read(collections)
-    facts = _document_facts(everything)
+    dimensions = index.dimensions(collections) if question.numeric else {}
     if needs_label and not labels and question.numeric:
         dimension = question.numeric[0].dimension
-        by_unit = sorted({v.key for item in everything for v in item.annotation.values if v.dimension == dimension})
+        by_unit = sorted(key for key, found in dimensions.items() if dimension in found)
         if len(by_unit) == 1:
             labels = by_unit
         elif len(by_unit) > 1:
@@ -198,22 +186,14 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     if needs_label and not labels:
         return result
     result.labels = labels
-    candidates = [item for item in everything if not labels or any(_value(item, key) for key in labels)]
-    mismatched: dict[str, set[str]] = defaultdict(set)
-    for filter_ in question.numeric:
-        candidates = [item for item in candidates if _numeric_ok(item, filter_, labels, mismatched)]
-    for label, units in sorted(mismatched.items()):
-        wanted = unit_of(question.numeric[0].dimension) or "plain numbers"
-        result.notes.append(
-            f"{label}: values in {', '.join(sorted(units))} cannot be converted to {wanted} and were left out"
-        )
-    for item_term in question.items:
-        candidates = [item for item in candidates if _contains_item(item, item_term)]
-    if question.items and any(item.annotation.kind == "row" for item in candidates):
-        candidates = [item for item in candidates if item.annotation.kind == "row"]  # items are what rows list
+    clauses: list[str] = [labels_clause(labels)] if labels else []
+    clauses += [numeric_clause(filter_, labels) for filter_ in question.numeric]
+    if question.numeric:
+        result.notes += _unconvertible(index, question, labels, dimensions, clauses[:1], collections)
+    items = [words for item_term in question.items if (words := _stems(item_term))]
+    clauses += [all_terms_clause(words) for words in items]
     if question.dates is not None:
-        dates = question.dates
-        candidates = [item for item in candidates if (day := _date_of(item, facts)) is not None and dates.admits(day)]
+        clauses.append(date_clause(question.dates))
     used = {stem(word) for label in labels for word in term_words(label)}
     used |= {stem(word) for item_term in question.items for word in term_words(item_term)}
     if question.group_by:
@@ -224,14 +204,25 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     constrained = bool(labels or question.items or question.numeric or question.dates)
     if not constrained and not subject:
         return result  # nothing in the question picks any annotation out
-    if subject and candidates:
-        if any(_subject_matches(subject, item) for item in everything):
-            candidates = [item for item in candidates if _subject_matches(subject, item)]
+    narrowed = False
+    if subject:
+        # Named by a title, section, table or file (the markers know those) or else by some value (a scan).
+        named = subject & index.subject_words(collections)
+        if named or index.any_where(collections, [any_terms_clause(subject, cut_rows=False)]):
+            clauses.append(any_terms_clause(subject))
+            narrowed = True
         elif not constrained:
             return result  # the only condition names nothing the annotations know: no rows, not every row
-        else:
-            result.relaxed = True
-            result.notes.append(f"no row mentions {', '.join(sorted(subject))}; that condition was relaxed")
+    candidates = index.where(collections, clauses)
+    for item_term in question.items:
+        candidates = [item for item in candidates if _contains_item(item, item_term)]
+    if question.items and any(item.annotation.kind == "row" for item in candidates):
+        candidates = [item for item in candidates if item.annotation.kind == "row"]  # items are what rows list
+    if narrowed:
+        candidates = [item for item in candidates if _subject_matches(subject, item)]
+    elif subject and candidates:
+        result.relaxed = True
+        result.notes.append(f"no row mentions {', '.join(sorted(subject))}; that condition was relaxed")
     passages = index.passages([item.annotation.chunk_id for item in candidates], collections)
     result.passages = passages
     result.matches = [item for item in candidates if (item.collection, item.annotation.chunk_id) in passages]
@@ -243,6 +234,33 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
         )
     )
     return result
+
+
+def _unconvertible(
+    index: AnnotationIndex,
+    question: ParsedQuestion,
+    labels: list[str],
+    dimensions: dict[str, set[str]],
+    scope: list[str],
+    collections: Sequence[str],
+) -> list[str]:
+    """Notes naming the fields whose values are in a unit the question's cannot be converted to (left out), read
+    from the rows that have such a value (none are read when the markers say no label has another dimension)."""
+    wanted_dimension = question.numeric[0].dimension
+    others = sorted({found for key in labels for found in dimensions.get(key, set())} - {wanted_dimension})
+    if not others:
+        return []
+    mismatched: dict[str, set[str]] = defaultdict(set)
+    for item in index.where(collections, [*scope, other_dimension_clause(labels, others)], limit=_NOTE_ROWS):
+        for key in labels:
+            value = _value(item, key)
+            if value is not None and value.number is not None and value.dimension != wanted_dimension:
+                mismatched[value.label].add(value.unit or "no unit")
+    wanted = unit_of(wanted_dimension) or "plain numbers"
+    return [
+        f"{label}: values in {', '.join(sorted(units))} cannot be converted to {wanted} and were left out"
+        for label, units in sorted(mismatched.items())
+    ]
 
 
 def _subject_matches(subject: set[str], item: StoredAnnotation) -> bool:
@@ -281,7 +299,7 @@ def table_of(result: SearchResult) -> tuple[list[TableColumn], list[TableRow], l
         for key, column in zip(order, columns[1:], strict=True):
             cell = _value(item, key)
             cells.append(None if cell is None else (cell.display() if column.kind != "text" else cell.text))
-        location = f"page {annotation.page}" if annotation.page else (annotation.table or annotation.section)
+        location = _location(annotation)
         rows.append(
             TableRow(
                 values=cells,
@@ -291,6 +309,15 @@ def table_of(result: SearchResult) -> tuple[list[TableColumn], list[TableRow], l
             )
         )
     return columns, rows, notes
+
+
+def _location(annotation: Annotation) -> str | None:
+    """Where in its document a row or fact is: "page 3, Table 1: Panel widths, row 12" (each part when known), so a
+    row cited by no number (past the answer's first page, in "show the rest" and the CSV) can still be found."""
+    parts = [f"page {annotation.page}" if annotation.page else None, annotation.table or annotation.section]
+    parts.append(f"row {annotation.row + 1}" if annotation.kind == "row" and annotation.row is not None else None)
+    found = ", ".join(part for part in parts if part)
+    return found[:1_000] or None
 
 
 def annotations_aggregate(
