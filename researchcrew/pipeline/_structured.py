@@ -146,6 +146,11 @@ class AnnotationStage:
 
     async def run(self, request: StructuredRequest, /) -> StructuredOutcome:
         question = parse_question(request.question)
+        if question.intent == "conceptual" and self.llm is None:
+            # The rules route a conceptual question to the passages whatever the annotations hold: nothing is read
+            # (no collection lookup, no annotation round trip). With a model routing, it may weigh coverage.
+            decision = rule_route(question, Coverage(0, False))
+            return StructuredOutcome(route=decision.model_copy(update={"tried": ["long_text"]}))
         try:
             async with asyncio.timeout(request.deadline_s):
                 collections = await self._collections(request)

@@ -14,6 +14,13 @@ a document indexed before annotations existed is annotated on its next ingest or
 
 A document's rows are replaced as a whole when its content changes (or it is annotated again) and removed
 with it. The same client as the chunks is used (Milvus Lite is one process per file).
+
+What the route rules read for every question that is not conceptual — how many annotations a set of collections
+holds, their labels and subject words — is kept per knowledge base (``_Summaries``, shared by every index over the
+same store, so an ingest's index invalidates what the structured stage's reads): a question then makes no
+annotation round trip, and a knowledge base without annotations is known to have none after one count. Every
+write through an index clears it; against a Milvus server, which other processes may write to, an entry also
+expires after ``SUMMARY_TTL_S``.
 """
 
 from __future__ import annotations
@@ -22,9 +29,11 @@ import hashlib
 import logging
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import Field
 
@@ -53,6 +62,9 @@ _WRITE_ROWS = 512
 _EMBED_BATCH = 256
 _KEYS_PER_QUERY = 1024
 _FIELDS = [schema.PK, schema.COLLECTION, schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_ID, KIND, PROPERTIES]
+SUMMARY_TTL_S = 30.0  # against a Milvus server (other processes write): how old a cached summary may be
+_SUMMARY_SCOPES = 256  # collection sets whose summary is kept (each user reads shared + private + their teams)
+_T = TypeVar("_T")
 
 
 class AnnotationReport(Contract):
@@ -73,6 +85,51 @@ class StoredAnnotation:
     collection: str
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _Summaries:
+    """Per knowledge base (store): what the route rules read of a set of collections, computed once per write
+    (see the module docstring). Thread-safe; a value computed while a write happened is not kept."""
+
+    def __init__(self, ttl_s: float | None) -> None:
+        self.ttl_s = ttl_s
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._entries: OrderedDict[tuple[str, tuple[str, ...]], tuple[float, Any]] = OrderedDict()
+
+    def get(self, kind: str, collections: Sequence[str], compute: Callable[[], _T]) -> _T:
+        key = (kind, tuple(sorted(set(collections))))
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and (self.ttl_s is None or now - entry[0] < self.ttl_s):
+                self._entries.move_to_end(key)
+                return entry[1]  # type: ignore[no-any-return]
+            generation = self._generation
+        value = compute()
+        with self._lock:
+            if generation == self._generation:  # no write in between: the value is current
+                self._entries[key] = (now, value)
+                while len(self._entries) > _SUMMARY_SCOPES:
+                    self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._generation += 1
+            self._entries.clear()
+
+
+_STORE_SUMMARIES: weakref.WeakKeyDictionary[CollectionStore, _Summaries] = weakref.WeakKeyDictionary()
+_STORE_SUMMARIES_LOCK = threading.Lock()
+
+
+def _summaries_of(store: CollectionStore) -> _Summaries:
+    with _STORE_SUMMARIES_LOCK:
+        found = _STORE_SUMMARIES.get(store)
+        if found is None:
+            found = _STORE_SUMMARIES[store] = _Summaries(None if store.lite else SUMMARY_TTL_S)
+        return found
 
 
 def _document_scope(collection: str, source_key: str) -> str:
@@ -98,6 +155,7 @@ class AnnotationIndex:
         self._ready = False
         self._lock = threading.Lock()
         self._label_vectors: dict[str, Any] = {}
+        self._summaries = _summaries_of(store)
 
     @classmethod
     def of(cls, kb: KnowledgeBase, *, extractor: LLMExtractor | None = None) -> AnnotationIndex:
@@ -173,13 +231,19 @@ class AnnotationIndex:
 
     def _delete(self, expression: str) -> None:
         self._ensure()
-        self.store.call("delete annotations", lambda c, **kw: c.delete(self.name, filter=expression, **kw))
+        try:
+            self.store.call("delete annotations", lambda c, **kw: c.delete(self.name, filter=expression, **kw))
+        finally:
+            self._summaries.clear()
 
     def _insert(self, rows: list[dict[str, Any]]) -> None:
         self._ensure()
-        for start in range(0, len(rows), _WRITE_ROWS):
-            batch = rows[start : start + _WRITE_ROWS]
-            self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+        try:
+            for start in range(0, len(rows), _WRITE_ROWS):
+                batch = rows[start : start + _WRITE_ROWS]
+                self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+        finally:
+            self._summaries.clear()
 
     # Writing ---------------------------------------------------------------------------------------------------
     def current(self, source_keys: Sequence[str], collection: str) -> dict[str, str]:
@@ -315,9 +379,14 @@ class AnnotationIndex:
         return [_stored(row) for row in rows]
 
     def labels(self, collections: Sequence[str]) -> dict[str, int]:
-        """Every normalised label in ``collections`` and how many annotations carry it."""
+        """Every normalised label in ``collections`` and how many annotations carry it (cached until a write)."""
         if not collections:
             return {}
+        return dict(self._summaries.get("labels", collections, lambda: self._labels(collections)))
+
+    def _labels(self, collections: Sequence[str]) -> dict[str, int]:
+        if not self.count(collections):
+            return {}  # known from the count: no query
         counts: dict[str, int] = {}
         for row in self._query(self._scope(collections), [LABELS]):
             for label in row.get(LABELS) or []:
@@ -368,15 +437,20 @@ class AnnotationIndex:
 
     def subject_words(self, collections: Sequence[str]) -> set[str]:
         """Stemmed words of the titles, sections and tables of the annotations in ``collections`` (what a question
-        may name to narrow them: "solar panels", "receipts")."""
+        may name to narrow them: "solar panels", "receipts"); cached until a write."""
+        return set(self._summaries.get("subjects", collections, lambda: self._subject_words(collections)))
+
+    def _subject_words(self, collections: Sequence[str]) -> frozenset[str]:
         from researchcrew.text.terms import stem, term_words
 
         words: set[str] = set()
+        if not self.count(collections):
+            return frozenset()
         for item in self.read(collections):
             annotation = item.annotation
             for part in (annotation.title, annotation.section, annotation.table, annotation.file):
                 words |= {stem(word) for word in term_words(part or "")}
-        return words
+        return frozenset(words)
 
     def label_vectors(self, texts: Sequence[str]) -> Any:
         """Embeddings of labels and question phrases, one row each (cached: a knowledge base's labels are few and
@@ -422,9 +496,12 @@ class AnnotationIndex:
         )
 
     def count(self, collections: Sequence[str]) -> int:
-        """How many annotations ``collections`` hold (the coverage the route rules weigh)."""
+        """How many annotations ``collections`` hold (the coverage the route rules weigh); cached until a write."""
         if not collections:
             return 0
+        return self._summaries.get("count", collections, lambda: self._count(collections))
+
+    def _count(self, collections: Sequence[str]) -> int:
         self._ensure()
         rows = self.store.call(
             "count annotations",
