@@ -179,6 +179,8 @@ def _subject_text(item: StoredAnnotation) -> set[str]:
 def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collections: Sequence[str]) -> SearchResult:
     """The annotations in ``collections`` that answer ``question`` (see the module docstring)."""
     result = SearchResult()
+    if not index.count(collections):
+        return result  # none to search (the count is cached until a write: no round trip)
     known = index.labels(collections)
     labels, how = resolve_labels(question, sorted(known), index)
     if how == "embedding":
