@@ -8,8 +8,9 @@ Cost, and who pays it (issue 20 item 7: a question must not get slower for it):
 * the probes' vectors depend on the embedding model alone: embedded once per process and model
   (``probe_vectors``), whatever number of knowledge bases, stage sets (a deep run builds its own) or refreshes;
 * the measurement is kept per knowledge base (per store, shared by every ``KnowledgeBaseNull`` over it) and written
-  beside it (``<data dir>/knowledge-null.json``, keyed by Milvus URI, collection, model and probe set), so a new
-  process — a CLI command — starts from the last measurement instead of 32 embeddings and 32 searches;
+  beside it (``<data dir>/knowledge-null.json``, keyed by Milvus URI, collection, model and probe set, with the
+  number of chunks it was measured on), so a new process — a CLI command — starts from the last measurement instead
+  of 32 embeddings and 32 searches, unless the knowledge base has grown or shrunk since (one count tells);
 * only a knowledge base never measured is measured on a question's path (once). A measurement older than
   ``refresh_s`` is measured again on a background thread while questions go on with the value they have: none
   waits on a lock for it. A refresh that fails keeps the last value (and is tried again ``refresh_s`` later).
@@ -156,6 +157,7 @@ class KnowledgeBaseNull:
         refresh_s: float = NULL_REFRESH_S,
         path: Path | None = None,
         key: str = "",
+        size: Callable[[], int] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
@@ -163,6 +165,7 @@ class KnowledgeBaseNull:
         self.refresh_s = refresh_s
         self.path = path
         self.key = f"{key}|{getattr(embedder, 'model_name', type(embedder).__name__)}|{_PROBES_DIGEST}"
+        self.size = size  # the knowledge base's number of chunks: a kept measurement of another size is not used
         self.clock = clock
         self._state = _state_of(store)
 
@@ -227,16 +230,27 @@ class KnowledgeBaseNull:
         if persist and self.path is not None and measured.value is not None:
             self._save(measured)
 
+    def _rows(self) -> int | None:
+        if self.size is None:
+            return None
+        try:
+            return int(self.size())
+        except Exception as error:  # a count for a cache check: without it, the kept value is not trusted
+            logger.info("counting the knowledge base for its null failed: %s", error)
+            return -1
+
     def _load(self) -> _Measured | None:
         if self.path is None:
             return None
         try:
             entry = json.loads(self.path.read_text(encoding="utf-8")).get(self.key)
-            if isinstance(entry, dict) and isinstance(entry.get("value"), float):
-                return _Measured(float(entry["value"]), float(entry["measured_at"]))
+            if not isinstance(entry, dict) or not isinstance(entry.get("value"), float):
+                return None
+            if entry.get("rows") != self._rows():
+                return None  # measured on other content: measured again
+            return _Measured(float(entry["value"]), float(entry["measured_at"]))
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None  # no file yet, or not one this version wrote: measured again
-        return None
 
     def _save(self, measured: _Measured) -> None:
         """Write the measurement beside the knowledge base (atomically; other keys kept). Best effort."""
@@ -247,7 +261,7 @@ class KnowledgeBaseNull:
                 entries = entries if isinstance(entries, dict) else {}
             except (OSError, ValueError):
                 entries = {}
-            entries[self.key] = {"value": measured.value, "measured_at": measured.at}
+            entries[self.key] = {"value": measured.value, "measured_at": measured.at, "rows": self._rows()}
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".null-", suffix=".json")
             with os.fdopen(handle, "w", encoding="utf-8") as file:
@@ -268,7 +282,9 @@ def knowledge_base_null(tools: Sequence[object], embedder: Embedder) -> NullCosi
             data_dir = getattr(settings, "data_dir", None)
             path = Path(data_dir) / NULL_FILE if isinstance(data_dir, str | Path) else None
             key = f"{getattr(store, 'display_uri', '')}#{getattr(store, 'collection', '')}"
-            return KnowledgeBaseNull(store, embedder, path=path, key=key)
+            count = getattr(store, "count", None)
+            size = count if callable(count) else None  # CollectionStore.count(): every chunk
+            return KnowledgeBaseNull(store, embedder, path=path, key=key, size=size)
     return None
 
 

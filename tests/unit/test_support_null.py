@@ -173,3 +173,19 @@ def test_the_measurement_is_kept_beside_the_knowledge_base_for_the_next_process(
     assert later.searches == 0
     other = KnowledgeBaseNull(_Store(0.9), _Embedder(), path=path, key="another kb", clock=clock)  # type: ignore[arg-type]
     assert other() != value  # keyed by knowledge base
+
+
+def test_a_kept_measurement_of_other_content_is_measured_again(tmp_path: Any) -> None:
+    path, clock = tmp_path / "knowledge-null.json", _Clock()
+    rows = [100]
+    first = KnowledgeBaseNull(_Store(0.3), _Embedder(), path=path, key="kb", size=lambda: rows[0], clock=clock)  # type: ignore[arg-type]
+    value = first()
+
+    same = _Store(0.9)
+    assert KnowledgeBaseNull(same, _Embedder(), path=path, key="kb", size=lambda: rows[0], clock=clock)() == value  # type: ignore[arg-type]
+    assert same.searches == 0
+
+    rows[0] = 140  # another process ingested more
+    grown = _Store(0.9)
+    assert KnowledgeBaseNull(grown, _Embedder(), path=path, key="kb", size=lambda: rows[0], clock=clock)() != value  # type: ignore[arg-type]
+    assert grown.searches == len(OFF_TOPIC_PROBES)
