@@ -374,7 +374,9 @@ def ingest_seconds(folder: Path, data_dir: Path, *, annotate: bool, embedder: An
     from researchcrew.settings import Settings
 
     shutil.rmtree(data_dir, ignore_errors=True)
-    settings = Settings(data_dir=data_dir, structured={"annotate": annotate})
+    # "on" is the extraction overall: annotations and the long-text route's summaries (none are made here: no
+    # document is long; benchmarks/long_text.py measures a corpus with long ones).
+    settings = Settings(data_dir=data_dir, structured={"annotate": annotate, "summaries": annotate})
     kb = KnowledgeBase(settings, embedder=embedder)
     kb.store.open()
     started = time.perf_counter()

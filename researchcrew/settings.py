@@ -781,6 +781,32 @@ class StructuredSettings(_Group):
     llm_routing: bool = Field(default=True, description="With an LLM configured, let it choose the route (rules else).")
     route_timeout_s: float = Field(default=5.0, gt=0, le=60, description="Timeout for the route prompt.")
     page_size: int = Field(default=10, ge=1, le=1_000, description="Rows shown in an answer; the rest are paged.")
+    summaries: bool = Field(
+        default=True,
+        description="Summarise long documents at ingest (extractive, offline) for the long-text route: summaries "
+        "with summary vectors, searched first, then the matching sections' passages.",
+    )
+    summary_min_chunks: int = Field(
+        default=8,  # a search shows ~5 passages: at 8+ chunks no passage stands for the whole document
+        ge=2,
+        le=10_000,
+        description="Chunks from which a document (a PDF: all its pages) counts as long and is summarised.",
+    )
+    summary_vectors: Literal["centroid", "text"] = Field(
+        default="centroid",
+        description="A summary's vector: the mean of its chunks' stored vectors (no embedding at ingest), or the "
+        "embedded summary text (one embedder call per summary; benchmarks/long_text.py compares them).",
+    )
+    summary_min_score: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=1.0,
+        description="Cosine a summary must reach to count as matching a question on the long-text route (below: "
+        "plain retrieval).",
+    )
+    long_text_sections: int = Field(
+        default=3, ge=1, le=20, description="Matching documents/sections the long-text route drills down into."
+    )
 
 
 class DeepResearchSettings(_Group):

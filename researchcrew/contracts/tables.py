@@ -16,7 +16,9 @@ from pydantic import Field, model_validator
 from researchcrew.contracts._base import Contract
 from researchcrew.contracts.chunks import ContextChunk
 
-RouteName = Literal["structured", "hybrid", "long_text"]
+# "retrieval" appears only in ``RouteDecision.tried``: the long-text route found no matching summary and plain
+# passage retrieval answered alone.
+RouteName = Literal["structured", "hybrid", "long_text", "retrieval"]
 Intent = Literal["enumeration", "numeric_lookup", "aggregate", "conceptual"]
 CellValue = str | float | int | None
 AggregateOperation = Literal["count", "sum", "mean", "min", "max"]
@@ -32,7 +34,8 @@ class RouteDecision(Contract):
     decided_by: Literal["rules", "llm"] = Field(default="rules", description="Who chose: the rules or the LLM.")
     tried: list[RouteName] = Field(
         default_factory=list,
-        description="Routes actually run, in order; more than one when a route found too little and fell back.",
+        description="Routes actually run, in order; more than one when a route found too little and fell back "
+        "(`retrieval`: no summary matched on the long-text route, plain retrieval answered).",
     )
 
 
@@ -124,7 +127,9 @@ class StructuredOutcome(Contract):
     table: AnswerTable | None = Field(default=None, description="The first page of the rows found, if any.")
     all_rows: list[TableRow] = Field(default_factory=list, description="Every row found, for paging and export.")
     evidence: list[ContextChunk] = Field(
-        default_factory=list, description="The passages the rows come from, cited like any other evidence."
+        default_factory=list,
+        description="The passages the rows come from, cited like any other evidence; on the long-text route, the "
+        "passages of the sections whose summaries matched the question.",
     )
     clarification: list[str] = Field(
         default_factory=list,

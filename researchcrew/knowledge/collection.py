@@ -348,10 +348,16 @@ class KnowledgeBase:
         return len(documents), len(rows)
 
     def remove(
-        self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = (), collection: str | None = None
+        self,
+        *,
+        source_keys: Sequence[str] = (),
+        doc_ids: Sequence[str] = (),
+        collection: str | None = None,
+        derived: bool = True,
     ) -> int:
         """Delete the chunks of these source keys and/or documents (only those in ``collection`` when it is given;
-        from every collection when None); returns how many chunks were removed."""
+        from every collection when None), and with ``derived`` their annotations and summaries (ingest, which
+        re-derives them in the same pass, says False); returns how many chunks were removed."""
         if not source_keys and not doc_ids:
             return 0
         scope = self.collection_clause(collection) if collection is not None else ""
@@ -363,10 +369,30 @@ class KnowledgeBase:
         expression = " or ".join(f"({clause})" for clause in clauses if clause)
         expression = f"({scope}) and ({expression})" if scope else expression
         count = self.store.count(expression)
-        if count:
+        if count and not derived:
             self.store.delete(expression)
+        elif count:
+            # The documents' annotations and summaries go with their chunks, whichever door removed them (the CLI's
+            # `kb remove` by document id left them behind): they are keyed by source key, so read the keys first.
+            removed_keys = sorted(
+                {str(row[schema.SOURCE_KEY]) for row in self.store.rows(expression, [schema.SOURCE_KEY])}
+            )
+            self.store.delete(expression)
+            self._remove_derived(removed_keys, collection)
         logger.info("removed %d chunks (%d source keys, %d doc ids asked)", count, len(source_keys), len(doc_ids))
         return count
+
+    def _remove_derived(self, source_keys: Sequence[str], collection: str | None) -> None:
+        """Delete what ingest derived from these documents: annotations (issue 22) and long-text summaries."""
+        from researchcrew.knowledge.annotations import index_for
+        from researchcrew.knowledge.summaries import summaries_for
+
+        annotations = index_for(self)
+        if annotations is not None:
+            annotations.remove(source_keys=source_keys, collection=collection)
+        summaries = summaries_for(self)
+        if summaries is not None:
+            summaries.remove(source_keys=source_keys, collection=collection)
 
     def remove_collection(self, collection: str) -> int:
         """Delete every chunk of ``collection`` (when the collection itself is removed: a collection made again
@@ -382,6 +408,11 @@ class KnowledgeBase:
         annotations = index_for(self)
         if annotations is not None:
             annotations.remove_collection(collection)
+        from researchcrew.knowledge.summaries import summaries_for  # so do the long documents' summaries
+
+        summaries = summaries_for(self)
+        if summaries is not None:
+            summaries.remove_collection(collection)
         logger.info("removed %d chunks of collection %s", count, collection)
         return count
 

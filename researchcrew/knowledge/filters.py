@@ -22,6 +22,15 @@ MetadataValue = str | int | float | bool
 RECENT_WINDOW_YEARS = 2  # what "recent"/"latest" means when a query says no more
 
 
+class SectionRef(Contract):
+    """A section of a document: its source key and the heading its chunks carry (None: the whole document)."""
+
+    source_key: str = Field(min_length=1, max_length=8_192, description="The document's source key.")
+    heading: str | None = Field(
+        default=None, max_length=2_048, description="The section's heading as stored ('' for text before any)."
+    )
+
+
 class SearchFilters(Contract):
     """Restrict a knowledge-base search. Every set field must match (AND); lists match any member (OR)."""
 
@@ -35,6 +44,12 @@ class SearchFilters(Contract):
     doc_ids: list[str] = Field(default_factory=list, max_length=10_000, description="Only these documents.")
     metadata: dict[str, MetadataValue] = Field(
         default_factory=dict, description="Equality on document metadata fields, e.g. {'category': 'cs.CL'}."
+    )
+    sections: list[SectionRef] = Field(
+        default_factory=list,
+        max_length=1_000,
+        description="Only chunks of these sections (a document's source key and a heading; any of them). The "
+        "long-text route drills down into the sections whose summaries match the question.",
     )
     collections: list[str] | None = Field(
         default=None,
@@ -102,6 +117,15 @@ class SearchFilters(Contract):
         ):
             if values:
                 clauses.append(f"{field} in [{', '.join(schema.quote(v) for v in values)}]")
+        if self.sections:
+            parts = [
+                f"{schema.SOURCE_KEY} == {schema.quote(section.source_key)}"
+                if section.heading is None
+                else f"({schema.SOURCE_KEY} == {schema.quote(section.source_key)} and "
+                f"{schema.HEADING} == {schema.quote(section.heading)})"
+                for section in self.sections
+            ]
+            clauses.append("(" + " or ".join(parts) + ")")
         for key, value in sorted(self.metadata.items()):
             clauses.append(f'{schema.METADATA}["{key}"] == {_literal(value)}')
         if self.collections is not None:  # `in []` is valid and matches nothing: a user who may read nothing

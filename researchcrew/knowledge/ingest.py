@@ -63,7 +63,12 @@ class KnowledgeBaseLike(Protocol):
     def document_index(self, collection: str | None = None) -> dict[str, str]: ...
 
     def remove(
-        self, *, source_keys: Sequence[str] = (), doc_ids: Sequence[str] = (), collection: str | None = None
+        self,
+        *,
+        source_keys: Sequence[str] = (),
+        doc_ids: Sequence[str] = (),
+        collection: str | None = None,
+        derived: bool = True,
     ) -> int: ...
 
     def reindex_keywords(self) -> Any: ...
@@ -87,6 +92,10 @@ class IngestReport(Contract):
     annotation_notes: list[str] = Field(
         default_factory=list, description="What the annotation caps cut (rows, columns, cells), per document."
     )
+    summaries_added: int = Field(
+        default=0, ge=0, description="Summaries of long documents and their sections written (issue 22)."
+    )
+    summary_seconds: float = Field(default=0.0, ge=0, description="Part of the wall time spent on summaries.")
     errors: list[IngestIssue] = Field(default_factory=list, description="What could not be ingested, and why.")
     aborted: str | None = Field(default=None, description="Why the ingest stopped early (store or model failure).")
     seconds: float = Field(default=0.0, ge=0, description="Wall time of the whole ingest.")
@@ -179,9 +188,12 @@ def ingest_paths(
         report.setup_seconds += _load_model(kb)
     _add(kb, pending, report, batch_size=batch_size, progress=progress, collection=collection)
     _annotate(kb, pending, unchanged, stale, report, collection=collection)
+    _summarise(kb, [*pending, *unchanged], stale, report, collection=collection)
     if stale and report.aborted is None:
         try:
-            report.chunks_removed = kb.remove(source_keys=stale, collection=collection)
+            report.chunks_removed = kb.remove(
+                source_keys=stale, collection=collection, derived=False
+            )  # derived rows: done above
             report.documents_removed = len(stale)
         except KnowledgeBaseError as error:
             report.aborted = f"removing {len(stale)} deleted document(s) failed: {error}"
@@ -283,6 +295,47 @@ def _annotate(
         report.errors.append(IngestIssue(file="(annotations)", reason=f"annotations not stored: {error}"))
         logger.error("annotations not stored: %s", error)
     report.annotation_seconds = time.perf_counter() - started
+
+
+def _summarise(
+    kb: KnowledgeBaseLike, documents: list[Document], stale: list[str], report: IngestReport, *, collection: str
+) -> None:
+    """Summaries of the long documents (issue 22's long-text route) in the same pass, after their chunks are stored
+    (they are chosen from the chunks' vectors): made for documents whose summaries are missing or out of date
+    (a PDF's whole file when one of its pages changed), removed for documents gone. A failure here is reported and
+    never undoes the chunks."""
+    from researchcrew.knowledge.summaries import summaries_for
+
+    summaries = summaries_for(kb)
+    if summaries is None or report.aborted is not None:
+        return
+    started = time.perf_counter()
+    try:
+        if stale:  # first: a file that lost a page is summarised again below, from the pages it still has
+            summaries.remove(source_keys=stale, collection=collection)
+        for batch in _file_batches(documents, DEFAULT_BATCH_SIZE):
+            done = summaries.summarise(batch, collection=collection, only_missing=True)
+            report.summaries_added += done.summaries
+    except (KnowledgeBaseError, ModelUnavailableError) as error:
+        report.errors.append(IngestIssue(file="(summaries)", reason=f"summaries not stored: {error}"))
+        logger.error("summaries not stored: %s", error)
+    report.summary_seconds = time.perf_counter() - started
+
+
+def _file_batches(documents: list[Document], size: int) -> list[list[Document]]:
+    """The documents in batches of about ``size`` that never split the pages of one PDF (its summary covers them
+    all), pages that changed and pages that did not brought together."""
+    from researchcrew.knowledge.summaries import group_of
+
+    files: dict[str, list[Document]] = {}
+    for document in documents:
+        files.setdefault(group_of(document.source_key), []).append(document)
+    batches: list[list[Document]] = [[]]
+    for pages in files.values():
+        if batches[-1] and len(batches[-1]) + len(pages) > size:
+            batches.append([])
+        batches[-1].extend(pages)
+    return [batch for batch in batches if batch]
 
 
 def _add(

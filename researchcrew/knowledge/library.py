@@ -317,31 +317,29 @@ def _batches(keys: Sequence[str], size: int = _KEYS_PER_CALL) -> list[Sequence[s
 
 
 def _annotate(knowledge_base: KnowledgeBase, documents: list[Document], *, collection: str) -> None:
-    """Facts and table rows of an upload (issue 22), as ``ingest_paths`` derives them for files: a failure is logged
-    and never fails the upload (its chunks are there; a reindex derives the annotations again)."""
+    """Facts and table rows of an upload, and summaries when it is long (issue 22), as ``ingest_paths`` derives them
+    for files: a failure is logged and never fails the upload (its chunks are there; a reindex derives them again)."""
     from researchcrew.knowledge.annotations import index_for
+    from researchcrew.knowledge.summaries import summaries_for
 
     annotations = index_for(knowledge_base)
-    if annotations is None:
-        return
-    try:
-        annotations.annotate(documents, collection=collection)
-    except (KnowledgeBaseError, ModelUnavailableError) as error:
-        logger.error("the annotations of an upload were not stored: %s", error)
+    if annotations is not None:
+        try:
+            annotations.annotate(documents, collection=collection)
+        except (KnowledgeBaseError, ModelUnavailableError) as error:
+            logger.error("the annotations of an upload were not stored: %s", error)
+    summaries = summaries_for(knowledge_base)  # the long-text route's summaries, made again on reindex
+    if summaries is not None:
+        try:
+            summaries.summarise(documents, collection=collection)
+        except (KnowledgeBaseError, ModelUnavailableError) as error:
+            logger.error("the summaries of an upload were not stored: %s", error)
 
 
 def remove_chunks(knowledge_base: KnowledgeBase, source_keys: Sequence[str]) -> int:
-    """Delete every chunk of these source keys, and their annotations (in batches: a filter names at most a few
-    thousand keys)."""
-    from researchcrew.knowledge.annotations import index_for
-
-    annotations = index_for(knowledge_base)
-    removed = 0
-    for batch in _batches(source_keys):
-        removed += knowledge_base.remove(source_keys=batch)
-        if annotations is not None:
-            annotations.remove(source_keys=batch)
-    return removed
+    """Delete every chunk of these source keys (their annotations and summaries go with them, see
+    ``KnowledgeBase.remove``), in batches: a filter names at most a few thousand keys."""
+    return sum(knowledge_base.remove(source_keys=batch) for batch in _batches(source_keys))
 
 
 __all__ = ["DocumentEvent", "Library", "event_of", "remove_chunks"]

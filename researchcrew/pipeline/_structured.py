@@ -9,6 +9,10 @@ Route rules (offline; the seed's "rule-based dispatch keyed by intent signals"):
   picks the fields) → ``structured``, fallbacks ``hybrid``, ``long_text``;
 * the same intents without that coverage → ``hybrid``, fallback ``long_text``.
 
+The long-text route searches the summaries of long documents first, then the passages of the matching sections
+(``pipeline/_long_text.py``); its passages join the normal retrieval's. When no summary matches, ``retrieval`` is
+added to ``tried``: plain retrieval answered alone.
+
 With an LLM, one short call with the seed's route prompt answers ``{"route", "fallbacks", "reason"}``; a reply that
 does not validate, or a failure, leaves the rules' decision. A route that finds no row falls back in order (the
 structured route's subject condition is relaxed first, inside the search), recorded in ``RouteDecision.tried``.
@@ -34,7 +38,7 @@ from researchcrew.contracts.tables import (
     StructuredRequest,
     TableRow,
 )
-from researchcrew.errors import KnowledgeBaseError
+from researchcrew.errors import KnowledgeBaseError, ModelUnavailableError
 from researchcrew.knowledge.access import CollectionAccess, ImplicitAccess
 from researchcrew.knowledge.annotations import (
     GENERIC_WORDS,
@@ -53,6 +57,7 @@ from researchcrew.knowledge.annotations import (
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.llm.fence import block
 from researchcrew.llm.replies import ReplyParseError, ask_for
+from researchcrew.pipeline._long_text import LongTextSearch, long_text_search
 from researchcrew.text.terms import stem, term_words
 
 logger = logging.getLogger(__name__)
@@ -132,11 +137,13 @@ class AnnotationStage:
         access: CollectionAccess | None = None,
         llm: Any = None,
         route_timeout_s: float = ROUTE_PROMPT_TIMEOUT_S,
+        long_text: LongTextSearch | None = None,
     ) -> None:
         self.index = index
         self.access = access or ImplicitAccess()
         self.llm = llm
         self.route_timeout_s = route_timeout_s
+        self.long_text = long_text  # summaries first, then their sections (None: the long-text route is retrieval)
 
     async def _collections(self, request: StructuredRequest) -> list[str]:
         readable = await self.access.readable(request.user_id)
@@ -177,7 +184,8 @@ class AnnotationStage:
         for route in [decision.route, *decision.fallbacks]:
             tried.append(route)
             if route == "long_text":
-                break  # the pipeline's normal retrieval
+                outcome = self._long_text(request, decision, collections, tried)
+                break  # its passages join the pipeline's normal retrieval
             result = annotations_search(self.index, question, collections)
             if result.ambiguous:
                 return StructuredOutcome(
@@ -192,10 +200,31 @@ class AnnotationStage:
             if result.matches:
                 outcome = self._outcome(request, question, result, decision, collections)
                 break
-        final = decision.model_copy(update={"tried": tried, "route": tried[-1] if tried else decision.route})
+        ran = [name for name in tried if name != "retrieval"]
+        final = decision.model_copy(update={"tried": tried, "route": ran[-1] if ran else decision.route})
         if outcome is None:
             return StructuredOutcome(route=final)
-        return outcome.model_copy(update={"route": final})
+        return outcome.model_copy(update={"route": final.model_copy(update={"reason": outcome.route.reason})})
+
+    def _long_text(
+        self, request: StructuredRequest, decision: RouteDecision, collections: list[str], tried: list[RouteName]
+    ) -> StructuredOutcome | None:
+        """The long-text route: the matching sections' passages (``pipeline/_long_text.py``); ``retrieval`` is
+        added to ``tried`` when no summary matched and plain retrieval answers alone."""
+        if self.long_text is None:
+            return None
+        try:
+            found = self.long_text.run(request.question, collections)
+        except (KnowledgeBaseError, ModelUnavailableError) as error:
+            logger.warning("long-text route: summaries unavailable, plain retrieval answers: %s", error)
+            tried.append("retrieval")
+            reason = _clip(f"{decision.reason}; summaries unavailable ({error}): plain retrieval")
+            return StructuredOutcome(route=decision.model_copy(update={"reason": reason}))
+        reason = _clip(f"{decision.reason}; {found.describe()}")
+        if not found.chunks:
+            tried.append("retrieval")
+            return StructuredOutcome(route=decision.model_copy(update={"reason": reason}))
+        return StructuredOutcome(route=decision.model_copy(update={"reason": reason}), evidence=found.chunks)
 
     def _decide(self, request: StructuredRequest, question: ParsedQuestion, coverage: Coverage) -> RouteDecision:
         rules = rule_route(question, coverage)
@@ -275,7 +304,11 @@ def annotation_stage(
         return None
     structured = kb.settings.structured
     return AnnotationStage(
-        index, access=access, llm=llm if structured.llm_routing else None, route_timeout_s=structured.route_timeout_s
+        index,
+        access=access,
+        llm=llm if structured.llm_routing else None,
+        route_timeout_s=structured.route_timeout_s,
+        long_text=long_text_search(kb),
     )
 
 

@@ -71,6 +71,15 @@ def shown_evidence(outcome: StructuredOutcome) -> list[ContextChunk]:
     return [chunk for chunk in outcome.evidence if chunk.chunk_id in wanted]
 
 
+def long_text_evidence(run: StructuredRun) -> list[ContextChunk]:
+    """The passages the long-text route found in the sections whose summaries matched (none on another route, or
+    when no summary matched): they join the retrieval's evidence (``_long_text.with_long_text``)."""
+    outcome = run.outcome
+    if outcome is None or outcome.table is not None or outcome.route.route != "long_text":
+        return []
+    return list(outcome.evidence)
+
+
 def route_after(run: StructuredRun, *, retrieval: bool) -> RouteDecision | None:
     """The route as it was followed: the stage's decision, with ``tried`` completed by the normal retrieval that
     ran after it (a fallback when the structured route found too little)."""
@@ -192,6 +201,7 @@ __all__ = [
     "citation_number",
     "cite_rows",
     "label_clarification",
+    "long_text_evidence",
     "route_after",
     "row_claims",
     "run_structured",

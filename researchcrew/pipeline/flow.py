@@ -58,12 +58,14 @@ from researchcrew.contracts.tables import RouteDecision, StructuredRequest, Tabl
 from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline._assessment import assess_answer, band, uncertainty_reason
 from researchcrew.pipeline._guard import check_question
+from researchcrew.pipeline._long_text import with_long_text
 from researchcrew.pipeline._routing import Flow, listen, or_, router, start
 from researchcrew.pipeline._support import Support
 from researchcrew.pipeline._tables import (
     StructuredRun,
     attach_table,
     label_clarification,
+    long_text_evidence,
     route_after,
     row_claims,
     run_structured,
@@ -136,6 +138,7 @@ class ResearchFlow(Flow):
         # time.monotonic() when the last retrieval ended, or when its time limit did if it ran past it
         self._retrieved_at: float | None = None
         self._structured: StructuredRun | None = None  # what the structured stage gave (issue 22)
+        self._long_text: list[ContextChunk] = []  # the long-text route's passages, added to each retrieval
         self._table_rows: list[TableRow] = []  # the structured answer's whole result set, cited
 
     # Helpers -----------------------------------------------------------------------------------------------
@@ -248,6 +251,7 @@ class ResearchFlow(Flow):
                 ),
             )
         self._structured = run
+        self._long_text = long_text_evidence(run)
         outcome = run.outcome
         asks = bool(outcome and outcome.clarification and self.research.allow_clarification)
         answered = run.table is not None and outcome is not None and outcome.route.route == "structured"
@@ -266,6 +270,7 @@ class ResearchFlow(Flow):
             decided_by=route.decided_by if route else None,
             tried=list(route.tried) if route else [],
             rows=run.table.total_rows if run.table else 0,
+            long_text_passages=len(self._long_text),
             clarification=list(outcome.clarification) if asks and outcome else [],
         )
         if asks and outcome is not None:
@@ -340,6 +345,7 @@ class ResearchFlow(Flow):
                 relaxed=self.state.relaxed,
             )
         )
+        output = with_long_text(output, self._long_text)
         self.state.retrieval = self._with_earlier_failures(output)
         self._retrieved_at = min(time.monotonic(), limit_ends)
         for chunk in output.aggregated_context.chunks:

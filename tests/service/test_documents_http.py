@@ -300,3 +300,33 @@ async def test_an_uploaded_table_is_annotated_and_its_annotations_go_with_the_do
 
     assert (await client.delete(f"/v1/documents/{document['id']}", headers=ada)).status_code == 204
     assert await asyncio.to_thread(annotations.read, mine) == []
+
+
+async def test_an_uploaded_long_document_is_summarised_and_its_summaries_go_with_it(
+    service: ServiceHarness, client: httpx.AsyncClient
+) -> None:
+    # Issue 22's long-text route: an upload long enough gets its summaries (the whole document and each section) in
+    # the uploader's collection, made again on reindex; deleting the document removes them.
+    from researchcrew.knowledge.access import private_collection
+    from researchcrew.knowledge.summaries import summaries_for
+    from tests.structured.long_documents import SECTIONS, manual_markdown
+
+    ada = service.auth("ada")
+    response = await upload(client, ada, ("manual.md", manual_markdown().encode(), "text/markdown"))
+    assert response.status_code == 202, response.text
+    document = response.json()["documents"][0]
+    await service.app.state.service.library.wait_idle()
+    summaries = summaries_for(await service.runtime.knowledge_base())
+    assert summaries is not None
+    mine = [private_collection("ada")]
+    stored = await asyncio.to_thread(summaries.read, mine)
+    assert {hit.heading for hit in stored if hit.kind == "section"} == set(SECTIONS)
+    assert await asyncio.to_thread(summaries.read, ["shared"]) == []  # in the uploader's collection only
+
+    reindexed = await client.post(f"/v1/documents/{document['id']}/reindex", headers=ada)
+    assert reindexed.status_code in (200, 202), reindexed.text
+    await service.app.state.service.library.wait_idle()
+    assert len(await asyncio.to_thread(summaries.read, mine)) == 1 + len(SECTIONS)
+
+    assert (await client.delete(f"/v1/documents/{document['id']}", headers=ada)).status_code == 204
+    assert await asyncio.to_thread(summaries.read, mine) == []
