@@ -153,11 +153,6 @@ class AnnotationStage:
 
     async def run(self, request: StructuredRequest, /) -> StructuredOutcome:
         question = parse_question(request.question)
-        if question.intent == "conceptual" and self.llm is None:
-            # The rules route a conceptual question to the passages whatever the annotations hold: nothing is read
-            # (no collection lookup, no annotation round trip). With a model routing, it may weigh coverage.
-            decision = rule_route(question, Coverage(0, False))
-            return StructuredOutcome(route=decision.model_copy(update={"tried": ["long_text"]}))
         try:
             async with asyncio.timeout(request.deadline_s):
                 collections = await self._collections(request)
@@ -168,6 +163,10 @@ class AnnotationStage:
             return StructuredOutcome(route=rule_route(question, Coverage(0, False, False, problem[:300])))
 
     def _coverage(self, question: ParsedQuestion, collections: list[str]) -> Coverage:
+        if question.intent == "conceptual" and self.llm is None:
+            # The rules send a conceptual question to the long-text route whatever the annotations hold: no
+            # annotation is read for it (issue 20 item 7). With a model routing, it may weigh the coverage.
+            return Coverage(0, False)
         count = self.index.count(collections)
         if not count:
             return Coverage(0, False)
