@@ -177,21 +177,32 @@ class Searcher:
 
     def _candidates(self, request: fusion.Request, expression: str) -> dict[str, fusion.Candidate]:
         candidates: dict[str, fusion.Candidate] = {}
+        # Whether the dense side returned every chunk the filter allows (fewer rows than it was asked for, from an
+        # exact index: Milvus Lite's FLAT). Then the BM25 side only scores chunks already here and need not bring
+        # their fields and vectors again: decoding them was half of a search's time on a small knowledge base.
+        dense_complete = False
         if request.vector is not None:
-            for rank, row in enumerate(self._store.search_dense(request.vector, request.pool, expression)):
-                candidate = candidates.setdefault(str(row[schema.PK]), fusion.Candidate.from_row(row))
+            rows = self._store.search_dense(request.vector, request.pool, expression)
+            dense_complete = self._store.lite and len(rows) < request.pool
+            for rank, row in enumerate(rows):
+                candidate = _candidate(candidates, row)
                 candidate.dense, candidate.dense_rank = float(row["distance"]), rank
         every_match = False  # whether the BM25 side returned every chunk holding a query term
         if request.analysed:
             # In hybrid mode the BM25 side brings its rows' vectors too: the cosine of a chunk the dense side did not
             # return is computed here instead of in another call to fetch them (issue 20 item 7: fewer round trips).
             hybrid = request.mode == "hybrid" and request.vector is not None
-            fields = [*schema.OUTPUT_FIELDS, schema.DENSE] if hybrid else schema.OUTPUT_FIELDS
+            if dense_complete:
+                fields = [schema.PK]
+            else:
+                fields = [*schema.OUTPUT_FIELDS, schema.DENSE] if hybrid else schema.OUTPUT_FIELDS
             rows = self._store.search_bm25(request.analysed, request.pool, expression, fields=fields)
             every_match = len(rows) < request.pool
+            if dense_complete:
+                rows = self._with_fields(rows, candidates)
             query = fusion.unit(request.vector) if hybrid and request.vector is not None else None
             for rank, row in enumerate(rows):
-                candidate = candidates.setdefault(str(row[schema.PK]), fusion.Candidate.from_row(row))
+                candidate = _candidate(candidates, row)
                 # Milvus Lite reports BM25 as a negative distance, a server as a positive score; BM25 is >= 0.
                 candidate.bm25, candidate.bm25_rank = abs(float(row["distance"])), rank
                 if query is not None and candidate.dense is None and row.get(schema.DENSE) is not None:
@@ -199,6 +210,25 @@ class Searcher:
         if request.mode == "hybrid":
             self._complete(request, candidates, bm25_complete=every_match)
         return candidates
+
+    def _with_fields(self, rows: list[dict[str, Any]], candidates: dict[str, fusion.Candidate]) -> list[dict[str, Any]]:
+        """BM25 rows asked for their keys only, each completed with its fields and vector when the dense side did
+        not return it after all (a chunk written between the two calls): one fetch, and only then."""
+        missing = [str(row[schema.PK]) for row in rows if str(row[schema.PK]) not in candidates]
+        if not missing:
+            return rows
+        fields = [schema.PK, *schema.OUTPUT_FIELDS, schema.DENSE]
+        if self._store.has_collections:
+            fields.append(schema.COLLECTION)
+        fetched = {str(row[schema.PK]): row for row in self._store.fetch(missing, fields)}
+        completed: list[dict[str, Any]] = []
+        for row in rows:
+            pk = str(row[schema.PK])
+            if pk in candidates:
+                completed.append(row)
+            elif pk in fetched:  # removed since: left out
+                completed.append({**fetched[pk], "distance": row["distance"]})
+        return completed
 
     def _complete(
         self, request: fusion.Request, candidates: dict[str, fusion.Candidate], *, bm25_complete: bool = False
@@ -256,6 +286,15 @@ class Searcher:
             item.rerank_order = item.relevance + 1.0  # reranked candidates stay ahead of the un-reranked tail
         head.sort(key=lambda item: item.relevance, reverse=True)
         return head + tail
+
+
+def _candidate(candidates: dict[str, fusion.Candidate], row: dict[str, Any]) -> fusion.Candidate:
+    """The candidate of ``row``, made from it the first time its key is seen (a row's fields are decoded once)."""
+    pk = str(row[schema.PK])
+    candidate = candidates.get(pk)
+    if candidate is None:
+        candidate = candidates[pk] = fusion.Candidate.from_row(row)
+    return candidate
 
 
 def _mark_exact(query: str, candidates: dict[str, fusion.Candidate]) -> None:

@@ -167,6 +167,10 @@ class AnnotationStage:
             return StructuredOutcome(route=rule_route(question, Coverage(0, False, False, problem[:300])))
 
     def _coverage(self, question: ParsedQuestion, collections: list[str]) -> Coverage:
+        if question.intent == "conceptual" and self.llm is None:
+            # The rules send a conceptual question to the long-text route whatever the annotations hold: no
+            # annotation is read for it (issue 20 item 7). With a model routing, it may weigh the coverage.
+            return Coverage(0, False)
         count = self.index.count(collections)
         if not count:
             return Coverage(0, False)

@@ -24,7 +24,7 @@ question it cannot answer at all finds its best passage at a cosine of about 0.1
 knowledge base of one dense field (2,000 biomedical abstracts) an unrelated question's best passage sits higher
 (0.25): every passage there looks more relevant to the model, and the same support meant less. So each knowledge
 base's *null* is measured (``KnowledgeBaseNull``: the mean best cosine of ``OFF_TOPIC_PROBES``, questions about
-nothing a research corpus holds, searched dense-only, once per process and again every ``NULL_REFRESH_S``), and its
+nothing a research corpus holds, searched dense-only; ``pipeline/_null.py`` says when and at what cost), and its
 passages' floor and full match are raised by how far that null sits above the reference (never lowered; at most
 ``MAX_NULL_SHIFT``), so "as relevant as a random passage" means low support in every knowledge base
 (``confidence.null_calibration``; issue 20, ``benchmarks/answer_quality.py``).
@@ -66,13 +66,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import statistics
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -81,6 +79,14 @@ from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_e
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
+from researchcrew.pipeline._null import (
+    MAX_NULL_SHIFT,
+    OFF_TOPIC_PROBES,
+    REFERENCE_NULL_COSINE,
+    KnowledgeBaseNull,
+    NullCosine,
+    knowledge_base_null,
+)
 from researchcrew.pipeline._statement import statement_factors
 from researchcrew.settings import ConfidenceSettings
 from researchcrew.text.sentences import split_sentences
@@ -105,45 +111,6 @@ _VECTORS_SIZE = 4_096  # passage vectors kept (1.5 KB each with the default mode
 _ANSWER_MARK = "The answer given then:"
 _CLAUSE = re.compile(r"(?<=[,;:?!.])\s+")
 KNOWLEDGE_BASE_SOURCE_TYPE = "rag"  # tools/rag.py (the pipeline layer does not import tools)
-# Questions about nothing a research corpus holds: how relevant a knowledge base's best passage looks to them is its
-# null, the cosine at which a passage is "as relevant as any".
-OFF_TOPIC_PROBES = (
-    "What is the capital of Australia?",
-    "How do I bake sourdough bread at home?",
-    "Who won the 1998 football World Cup?",
-    "When did the Roman Empire fall?",
-    "How many moons does Jupiter have?",
-    "Why is the sky blue?",
-    "What is the best way to learn to play the guitar?",
-    "How much does a new car cost in Germany?",
-    "Who painted the Mona Lisa?",
-    "What are the rules of chess castling?",
-    "How do I file my taxes as a freelancer?",
-    "Which hiking trails are in the Swiss Alps?",
-    "What causes inflation in an economy?",
-    "How tall is Mount Everest?",
-    "Who wrote Pride and Prejudice?",
-    "How do I train a puppy to sit?",
-    "What is the plot of Hamlet?",
-    "When was the printing press invented?",
-    "How many calories are in an apple?",
-    "Why do cats purr?",
-    "What is the exchange rate of the yen?",
-    "How do airplanes stay in the air?",
-    "Which wine goes with fish?",
-    "Who was the first person on the Moon?",
-    "How do I repair a flat bicycle tyre?",
-    "What languages are spoken in India?",
-    "When is the best time to plant tomatoes?",
-    "How does a mortgage work?",
-    "What is the population of Brazil?",
-    "Who composed the Four Seasons?",
-    "How can I improve my sleep?",
-    "What is the history of the Olympic Games?",
-)
-REFERENCE_NULL_COSINE = 0.17  # the demo corpus's null, where semantic_floor and semantic_full were set
-MAX_NULL_SHIFT = 0.15
-NULL_REFRESH_S = 600.0  # a knowledge base grows; its null is measured again at most this often
 
 
 @dataclass(frozen=True)
@@ -195,61 +162,6 @@ def name_factor(names: Sequence[str], chunk: ContextChunk, settings: ConfidenceS
         return 1.0
     share = names_found(names, chunk)
     return 1.0 if share >= 1.0 else settings.name_penalty + (1 - settings.name_penalty) * share
-
-
-class NullCosine(Protocol):
-    """The knowledge base's null cosine (see the module docstring), or None when it is not known. Blocking; never
-    raises."""
-
-    def __call__(self) -> float | None: ...
-
-
-class _DenseSearch(Protocol):
-    def search_dense(self, vector: list[float], limit: int, expression: str) -> list[dict[str, Any]]: ...
-
-
-class KnowledgeBaseNull:
-    """A knowledge base's null cosine: the mean best dense cosine of ``OFF_TOPIC_PROBES``, measured on first use
-    and again every ``refresh_s`` (32 embedded probes, once per process, and 32 dense searches: ~0.1–0.3 s)."""
-
-    def __init__(self, store: _DenseSearch, embedder: Embedder, *, refresh_s: float = NULL_REFRESH_S) -> None:
-        self.store = store
-        self.embedder = embedder
-        self.refresh_s = refresh_s
-        self._probes: list[list[float]] | None = None
-        self._value: float | None = None
-        self._measured_at: float | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float | None:
-        with self._lock:
-            now = time.monotonic()
-            if self._measured_at is not None and now - self._measured_at < self.refresh_s:
-                return self._value
-            try:
-                if self._probes is None:
-                    vectors = np.asarray(self.embedder.embed_documents(list(OFF_TOPIC_PROBES)), dtype=float)
-                    self._probes = [[float(x) for x in vector] for vector in vectors]
-                best = [
-                    float(rows[0]["distance"])
-                    for rows in (self.store.search_dense(vector, 1, "") for vector in self._probes)
-                    if rows
-                ]
-            except Exception as error:  # a statistic for calibration: without it, no shift; never sinks an answer
-                logger.warning("measuring the knowledge base's null cosine failed (%s); not calibrating", error)
-                best = []
-            self._value = statistics.fmean(best) if best else None  # an empty knowledge base has no null
-            self._measured_at = now
-            return self._value
-
-
-def knowledge_base_null(tools: Sequence[object], embedder: Embedder) -> NullCosine | None:
-    """The null of the knowledge base among ``tools`` (the tool with a ``knowledge_base``), if there is one."""
-    for tool in tools:
-        store = getattr(getattr(tool, "knowledge_base", None), "store", None)
-        if store is not None and callable(getattr(store, "search_dense", None)):
-            return KnowledgeBaseNull(store, embedder)
-    return None
 
 
 class SupportScorer(Protocol):

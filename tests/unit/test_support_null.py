@@ -100,3 +100,92 @@ async def test_a_knowledge_base_whose_null_is_high_supports_less(null: float | N
         assert got.score < plain.score - 0.1
     else:
         assert got.score == plain.score  # a null at or below the demo corpus's changes nothing
+
+
+# Issue 20 item 7: the null costs a question nothing after the first measurement of a knowledge base.
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_probes_are_embedded_once_per_process_and_embedder() -> None:
+    embedder = _Embedder()
+    first, second = KnowledgeBaseNull(_Store(0.3), embedder), KnowledgeBaseNull(_Store(0.2), embedder)  # type: ignore[arg-type]
+    clock = _Clock()
+    refreshed = KnowledgeBaseNull(_Store(0.25), embedder, refresh_s=10, clock=clock)  # type: ignore[arg-type]
+
+    assert first() is not None and second() is not None and refreshed() is not None
+    clock.now += 11
+    refreshed()
+    assert refreshed.settle(5)
+
+    assert embedder.calls == 1  # two knowledge bases and a refresh: the probes' vectors once
+
+
+def test_a_refresh_never_blocks_a_question() -> None:
+    import threading
+    import time
+
+    class Held(_Store):
+        def __init__(self) -> None:
+            super().__init__(0.3)
+            self.release, self.entered = threading.Event(), threading.Event()
+            self.hold = False
+
+        def search_dense(self, vector: list[float], limit: int, expression: str) -> list[dict[str, Any]]:
+            if self.hold:
+                self.entered.set()
+                assert self.release.wait(10)
+            return super().search_dense(vector, limit, expression)
+
+    store, clock = Held(), _Clock()
+    null = KnowledgeBaseNull(store, _Embedder(), refresh_s=60, clock=clock)  # type: ignore[arg-type]
+    before = null()
+    store.best, store.hold = 0.5, True
+    clock.now += 61
+
+    started = time.monotonic()
+    during = [null() for _ in range(5)]  # the refresh starts and is held inside its first search
+    assert store.entered.wait(5)
+    during.append(null())
+    assert time.monotonic() - started < 1.0  # answered at once, with the value it had
+    assert during == [before] * 6
+
+    store.release.set()
+    assert null.settle(5)
+    assert null() is not None and null() > before  # type: ignore[operator]
+
+
+def test_the_measurement_is_kept_beside_the_knowledge_base_for_the_next_process(tmp_path: Any) -> None:
+    path = tmp_path / "knowledge-null.json"
+    first_store, clock = _Store(0.3), _Clock()
+    value = KnowledgeBaseNull(first_store, _Embedder(), path=path, key="kb", clock=clock)()  # type: ignore[arg-type]
+
+    # Another process: another store object, the same file; a search would give another value.
+    later = _Store(0.9)
+    again = KnowledgeBaseNull(later, _Embedder(), path=path, key="kb", clock=clock)  # type: ignore[arg-type]
+    assert again() == value
+    assert later.searches == 0
+    other = KnowledgeBaseNull(_Store(0.9), _Embedder(), path=path, key="another kb", clock=clock)  # type: ignore[arg-type]
+    assert other() != value  # keyed by knowledge base
+
+
+def test_a_kept_measurement_of_other_content_is_measured_again(tmp_path: Any) -> None:
+    path, clock = tmp_path / "knowledge-null.json", _Clock()
+    rows = [100]
+    first = KnowledgeBaseNull(_Store(0.3), _Embedder(), path=path, key="kb", size=lambda: rows[0], clock=clock)  # type: ignore[arg-type]
+    value = first()
+
+    same = _Store(0.9)
+    assert KnowledgeBaseNull(same, _Embedder(), path=path, key="kb", size=lambda: rows[0], clock=clock)() == value  # type: ignore[arg-type]
+    assert same.searches == 0
+
+    rows[0] = 140  # another process ingested more
+    grown = _Store(0.9)
+    assert KnowledgeBaseNull(grown, _Embedder(), path=path, key="kb", size=lambda: rows[0], clock=clock)() != value  # type: ignore[arg-type]
+    assert grown.searches == len(OFF_TOPIC_PROBES)

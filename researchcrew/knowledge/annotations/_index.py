@@ -17,6 +17,13 @@ a document indexed before annotations existed is annotated on its next ingest or
 
 A document's rows are replaced as a whole when its content changes (or it is annotated again) and removed
 with it. The same client as the chunks is used (Milvus Lite is one process per file).
+
+What the route rules read for every question that is not conceptual — how many annotations a set of collections
+holds, their labels and subject words — is kept per knowledge base (``_CoverageCache``, shared by every index over the
+same store, so an ingest's index invalidates what the structured stage's reads): a question then makes no
+annotation round trip, and a knowledge base without annotations is known to have none after one count. Every
+write through an index clears it; against a Milvus server, which other processes may write to, an entry also
+expires after ``COVERAGE_TTL_S``.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ import hashlib
 import logging
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import Field
 
@@ -68,6 +77,9 @@ _KEYS_PER_QUERY = 1024
 _FIELDS = [schema.PK, schema.COLLECTION, schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_ID, KIND, PROPERTIES]
 _SCHEMA_FIELDS = (NUMBERS, DAY, TERMS)  # a collection without them predates filters in Milvus: upgraded on open
 UPGRADE_SUFFIX = "__filters"
+COVERAGE_TTL_S = 30.0  # against a Milvus server (other processes write): how old a cached summary may be
+_COVERAGE_SCOPES = 256  # collection sets whose summary is kept (each user reads shared + private + their teams)
+_T = TypeVar("_T")
 
 
 class AnnotationReport(Contract):
@@ -88,6 +100,51 @@ class StoredAnnotation:
     collection: str
     score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _CoverageCache:
+    """Per knowledge base (store): what the route rules read of a set of collections, computed once per write
+    (see the module docstring). Thread-safe; a value computed while a write happened is not kept."""
+
+    def __init__(self, ttl_s: float | None) -> None:
+        self.ttl_s = ttl_s
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._entries: OrderedDict[tuple[str, tuple[str, ...]], tuple[float, Any]] = OrderedDict()
+
+    def get(self, kind: str, collections: Sequence[str], compute: Callable[[], _T]) -> _T:
+        key = (kind, tuple(sorted(set(collections))))
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and (self.ttl_s is None or now - entry[0] < self.ttl_s):
+                self._entries.move_to_end(key)
+                return entry[1]  # type: ignore[no-any-return]
+            generation = self._generation
+        value = compute()
+        with self._lock:
+            if generation == self._generation:  # no write in between: the value is current
+                self._entries[key] = (now, value)
+                while len(self._entries) > _COVERAGE_SCOPES:
+                    self._entries.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._generation += 1
+            self._entries.clear()
+
+
+_COVERAGE_CACHES: weakref.WeakKeyDictionary[CollectionStore, _CoverageCache] = weakref.WeakKeyDictionary()
+_COVERAGE_CACHES_LOCK = threading.Lock()
+
+
+def _coverage_cache_of(store: CollectionStore) -> _CoverageCache:
+    with _COVERAGE_CACHES_LOCK:
+        found = _COVERAGE_CACHES.get(store)
+        if found is None:
+            found = _COVERAGE_CACHES[store] = _CoverageCache(None if store.lite else COVERAGE_TTL_S)
+        return found
 
 
 def _document_scope(collection: str, source_key: str) -> str:
@@ -114,6 +171,7 @@ class AnnotationIndex:
         self._lock = threading.Lock()
         self._label_vectors: dict[str, Any] = {}
         self.rows_read = 0  # annotation rows queries returned (what a filter pushed into Milvus saves)
+        self._coverage_cache = _coverage_cache_of(store)
 
     @classmethod
     def of(cls, kb: KnowledgeBase, *, extractor: LLMExtractor | None = None) -> AnnotationIndex:
@@ -236,13 +294,19 @@ class AnnotationIndex:
 
     def _delete(self, expression: str) -> None:
         self._ensure()
-        self.store.call("delete annotations", lambda c, **kw: c.delete(self.name, filter=expression, **kw))
+        try:
+            self.store.call("delete annotations", lambda c, **kw: c.delete(self.name, filter=expression, **kw))
+        finally:
+            self._coverage_cache.clear()
 
     def _insert(self, rows: list[dict[str, Any]]) -> None:
         self._ensure()
-        for start in range(0, len(rows), _WRITE_ROWS):
-            batch = rows[start : start + _WRITE_ROWS]
-            self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+        try:
+            for start in range(0, len(rows), _WRITE_ROWS):
+                batch = rows[start : start + _WRITE_ROWS]
+                self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+        finally:
+            self._coverage_cache.clear()
 
     # Writing ---------------------------------------------------------------------------------------------------
     def current(self, source_keys: Sequence[str], collection: str) -> dict[str, str]:
@@ -410,7 +474,14 @@ class AnnotationIndex:
 
     def labels(self, collections: Sequence[str]) -> dict[str, int]:
         """Every normalised label in ``collections`` and how many annotations carry it (from the documents'
-        markers: one row read per document)."""
+        markers: one row read per document; cached until a write)."""
+        if not collections:
+            return {}
+        return dict(self._coverage_cache.get("labels", collections, lambda: self._labels(collections)))
+
+    def _labels(self, collections: Sequence[str]) -> dict[str, int]:
+        if not self.count(collections):
+            return {}  # known from the count: no query
         counts: dict[str, int] = {}
         for summary in self.summaries(collections):
             for label, count in (summary.get("labels") or {}).items():
@@ -418,12 +489,19 @@ class AnnotationIndex:
         return counts
 
     def dimensions(self, collections: Sequence[str]) -> dict[str, set[str]]:
-        """label → the dimensions its numbers are in, over ``collections`` (from the markers)."""
+        """label → the dimensions its numbers are in, over ``collections`` (from the markers; cached until a
+        write — a copy, the cached sets stay as read)."""
+        cached = self._coverage_cache.get("dimensions", collections, lambda: self._dimensions(collections))
+        return {label: set(dimensions) for label, dimensions in cached.items()}
+
+    def _dimensions(self, collections: Sequence[str]) -> dict[str, frozenset[str]]:
+        if not self.count(collections):
+            return {}
         found: dict[str, set[str]] = {}
         for summary in self.summaries(collections):
             for label, dimensions in (summary.get("dimensions") or {}).items():
                 found.setdefault(label, set()).update(dimensions)
-        return found
+        return {label: frozenset(dimensions) for label, dimensions in found.items()}
 
     def search(self, vector: Sequence[float], collections: Sequence[str], *, limit: int = 50) -> list[StoredAnnotation]:
         """Annotations whose serialised text is nearest ``vector`` (cosine), in ``collections``."""
@@ -469,11 +547,16 @@ class AnnotationIndex:
 
     def subject_words(self, collections: Sequence[str]) -> set[str]:
         """Stemmed words of the titles, sections and tables of the annotations in ``collections`` (what a question
-        may name to narrow them: "solar panels", "receipts"), from the documents' markers."""
+        may name to narrow them: "solar panels", "receipts"), from the documents' markers; cached until a write."""
+        return set(self._coverage_cache.get("subjects", collections, lambda: self._subject_words(collections)))
+
+    def _subject_words(self, collections: Sequence[str]) -> frozenset[str]:
+        if not self.count(collections):
+            return frozenset()
         words: set[str] = set()
         for summary in self.summaries(collections):
             words.update(summary.get("subject") or [])
-        return words
+        return frozenset(words)
 
     def label_vectors(self, texts: Sequence[str]) -> Any:
         """Embeddings of labels and question phrases, one row each (cached: a knowledge base's labels are few and
@@ -519,9 +602,12 @@ class AnnotationIndex:
         )
 
     def count(self, collections: Sequence[str]) -> int:
-        """How many annotations ``collections`` hold (the coverage the route rules weigh)."""
+        """How many annotations ``collections`` hold (the coverage the route rules weigh); cached until a write."""
         if not collections:
             return 0
+        return self._coverage_cache.get("count", collections, lambda: self._count(collections))
+
+    def _count(self, collections: Sequence[str]) -> int:
         self._ensure()
         rows = self.store.call(
             "count annotations",

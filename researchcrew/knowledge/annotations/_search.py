@@ -167,6 +167,8 @@ def annotations_search(index: AnnotationIndex, question: ParsedQuestion, collect
     run in Milvus (``_filters``): only rows that pass them are read; the exact rules Milvus cannot express (an
     item's words in one value, rows over facts when items are asked) are applied to those rows here."""
     result = SearchResult()
+    if not index.count(collections):
+        return result  # none to search (the count is cached until a write: no round trip)
     known = index.labels(collections)
     labels, how = resolve_labels(question, sorted(known), index)
     result.matched_by = how
