@@ -1,4 +1,5 @@
-"""A data folder holding the demo corpus, and a real `researchcrew serve` of it (tests/service/processes.py)."""
+"""A data folder holding the demo corpus (a copy of the run's one ingest, tests/helpers/demo_folder.py), and a real
+`researchcrew serve` of it (tests/service/processes.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.support import offline_environment
-from tests.service.processes import ServeProcess, child_environment, cli, serve
+from tests.helpers.demo_folder import copy_of_the_demo_folder
+from tests.service.processes import ServeProcess, child_environment, serve
 
 
 @pytest.fixture(scope="module")
 def demo_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A short data-folder path (a Unix socket path has at most 107 bytes) with the demo corpus ingested."""
-    data_dir = tmp_path_factory.mktemp("rc") / "d"
+    data_dir = copy_of_the_demo_folder(tmp_path_factory, tmp_path_factory.mktemp("rc") / "d")
     env = child_environment(
         {
             **offline_environment(data_dir),
@@ -25,13 +27,15 @@ def demo_folder(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
             "TRANSFORMERS_OFFLINE": "1",
         }
     )
-    done = cli("ingest", "--demo", "--no-progress", env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
     return data_dir, env
 
 
-@pytest.fixture
-def served(demo_folder: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[ServeProcess]:
+@pytest.fixture(scope="module")
+def served(
+    demo_folder: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServeProcess]:
+    """One `researchcrew serve` of the module's folder for the tests that use it (each start costs seconds: crewAI's
+    imports, the model, Milvus Lite); it runs from the first such test to the end of the module."""
     _, env = demo_folder
-    with serve("--no-auth", env=env, log_path=tmp_path / "serve.log") as server:
+    with serve("--no-auth", env=env, log_path=tmp_path_factory.mktemp("serve") / "serve.log") as server:
         yield server

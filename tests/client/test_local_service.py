@@ -83,6 +83,26 @@ def test_each_command_answers_the_same_through_the_service_as_in_process(
     assert not socket_path.exists()  # removed when the service stopped (SIGTERM)
 
 
+def test_without_a_live_service_of_this_folder_commands_run_in_process(
+    demo_folder: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Before the tests of the module's running service (``served`` runs from its first user to the module's end)."""
+    data_dir, env = demo_folder
+    socket_path = data_dir / "service.sock"
+    assert not socket_path.exists(), "a service of this folder is still running"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(socket_path))  # a socket file nobody listens on: what a killed service leaves
+    stale.close()
+    try:
+        status = json.loads(cli("status", "--json", env=env).stdout)["commands"]
+        assert status["mode"] == "local" and "stale socket" in status["reason"]
+        answered = cli("ask", QUESTION, "--json", env=env)
+        assert answered.returncode == 0 and json.loads(answered.stdout)["citations"], answered.stderr
+    finally:
+        socket_path.unlink(missing_ok=True)
+    assert "no service is running" in json.loads(cli("status", "--json", env=env).stdout)["commands"]["reason"]
+
+
 def test_the_thin_path_imports_no_heavy_library(served: ServeProcess, demo_folder: tuple[Path, dict[str, str]]) -> None:
     _, env = demo_folder
     probe = (  # main(argv) returns through SystemExit (as the console script, it would end the process at once)
@@ -95,24 +115,6 @@ def test_the_thin_path_imports_no_heavy_library(served: ServeProcess, demo_folde
     )
     assert json.loads(done.stdout)["citations"], done.stderr
     assert "LOADED [] 0" in done.stderr, done.stderr
-
-
-def test_without_a_live_service_of_this_folder_commands_run_in_process(
-    demo_folder: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
-    data_dir, env = demo_folder
-    socket_path = data_dir / "service.sock"
-    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    stale.bind(str(socket_path))  # a socket file nobody listens on: what a killed service leaves
-    stale.close()
-    try:
-        status = json.loads(cli("status", "--json", env=env).stdout)["commands"]
-        assert status["mode"] == "local" and "stale socket" in status["reason"]
-        answered = cli("ask", QUESTION, "--json", env=env)
-        assert answered.returncode == 0 and json.loads(answered.stdout)["citations"], answered.stderr
-    finally:
-        socket_path.unlink(missing_ok=True)
-    assert "no service is running" in json.loads(cli("status", "--json", env=env).stdout)["commands"]["reason"]
 
 
 def test_a_service_of_another_folder_or_local_is_not_used(

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.support import offline_environment
+from tests.helpers.demo_folder import copy_of_the_demo_folder
 
 pytestmark = pytest.mark.slow  # the embedding model, Milvus Lite, a fresh interpreter
 
@@ -25,41 +26,32 @@ NOT_NEEDED = ("crewai", "chromadb", "fastapi", "litellm", "lancedb", "openai", "
 PROBE = """
 import json, sys
 from researchcrew.cli import main
-try:
-    main(["ask", sys.argv[1], "--json"])
-except SystemExit as exit:
-    code = exit.code
-print("\\nPROBE=" + json.dumps({"code": code, "loaded": sorted(m for m in sys.argv[2].split(",") if m in sys.modules)}))
+for question in sys.argv[2:]:
+    try:
+        main(["ask", question, "--json"])
+    except SystemExit as exit:
+        code = exit.code
+    loaded = sorted(m for m in sys.argv[1].split(",") if m in sys.modules)
+    print("\\nPROBE=" + json.dumps({"code": code, "loaded": loaded}), flush=True)
 """
 
 
-INGEST = """
-import sys
-from pathlib import Path
-from researchcrew.knowledge.collection import KnowledgeBase
-from tests.e2e.support import demo_documents, offline_settings
-with KnowledgeBase(offline_settings(Path(sys.argv[1]))) as knowledge_base:
-    assert knowledge_base.add_documents(demo_documents(("Metamorphic Testing for",))).documents_added
-"""
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory whose knowledge base holds the metamorphic-testing demo abstracts. Ingested in another
-    process: Milvus Lite keeps a file locked by the process that opened it until that process ends."""
-    directory = tmp_path_factory.mktemp("light_cli")
-    done = subprocess.run(
-        [sys.executable, "-c", INGEST, str(directory)], cwd=ROOT, capture_output=True, text=True, timeout=240
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return directory
+    """A data directory whose knowledge base holds the demo corpus (a copy of the run's one ingest, made by another
+    process: Milvus Lite keeps a file locked by the process that opened it until that process ends)."""
+    return copy_of_the_demo_folder(tmp_path_factory, tmp_path_factory.mktemp("light_cli") / "d")
 
 
-def run_probe(data_dir: Path, question: str, extra_env: dict[str, str] | None = None) -> tuple[dict[str, object], str]:
-    env = {**os.environ, **offline_environment(data_dir), **(extra_env or {})}
+def run_probe(data_dir: Path, *questions: str) -> list[tuple[dict[str, object], str]]:
+    """Each question asked in turn in one fresh process: (what was loaded after it, its answer) per question. What
+    one question imported stays in ``sys.modules``, so a later question's list holds every earlier one's too."""
+    env = {**os.environ, **offline_environment(data_dir)}
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, question, ",".join(NOT_NEEDED)],
+        [sys.executable, "-c", PROBE, ",".join(NOT_NEEDED), *questions],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -67,12 +59,17 @@ def run_probe(data_dir: Path, question: str, extra_env: dict[str, str] | None = 
         timeout=240,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    answer, _, probe = done.stdout.rpartition("\nPROBE=")
-    return json.loads(probe), answer
+    parts = done.stdout.split("\nPROBE=")
+    answers, probes = [parts[0]], []
+    for part in parts[1:]:
+        probe, _, after = part.partition("\n")
+        probes.append(json.loads(probe))
+        answers.append(after)
+    return list(zip(probes, answers[:-1], strict=True))
 
 
 def test_an_extractive_ask_imports_no_crewai_nor_what_it_drags_in(data_dir: Path) -> None:
-    probe, answer = run_probe(data_dir, "What is metamorphic testing?")
+    [(probe, answer)] = run_probe(data_dir, "What is metamorphic testing?")
     response = json.loads(answer)
 
     assert probe == {"code": 0, "loaded": []}
@@ -81,7 +78,7 @@ def test_an_extractive_ask_imports_no_crewai_nor_what_it_drags_in(data_dir: Path
 
 
 def test_a_refused_and_an_unanswerable_question_stay_light_too(data_dir: Path) -> None:
-    for question in ("sdfghjkl qwrtzpsd", "What is the capital of Peru?"):
-        probe, answer = run_probe(data_dir, question)
+    questions = ("sdfghjkl qwrtzpsd", "What is the capital of Peru?")
+    for question, (probe, answer) in zip(questions, run_probe(data_dir, *questions), strict=True):
         assert probe == {"code": 0, "loaded": []}, question
         assert json.loads(answer)["answer_kind"] in ("refusal", "uncertainty", "clarification")

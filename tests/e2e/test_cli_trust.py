@@ -41,12 +41,21 @@ def environment(tmp_path: Path) -> dict[str, str]:
     return {**offline_environment(tmp_path / "data"), "RESEARCHCREW_ENABLED_SOURCES": "rag,memory"}
 
 
-@pytest.fixture
-def held_knowledge_base(environment: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
-    """Another process with the knowledge base open (as a running `ask`, `ingest` or `serve` has it)."""
+@pytest.fixture(scope="module")
+def held_environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return {
+        **offline_environment(tmp_path_factory.mktemp("held") / "data"),
+        "RESEARCHCREW_ENABLED_SOURCES": "rag,memory",
+    }
+
+
+@pytest.fixture(scope="module")
+def held_knowledge_base(held_environment: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """Another process with the knowledge base open (as a running `ask`, `ingest` or `serve` has it); one for the
+    module's tests of it (each only reads what the holder does: it starts in seconds, not instantly)."""
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLDER],
-        env={**os.environ, **environment, "PYTHONPATH": str(PROJECT)},
+        env={**os.environ, **held_environment, "PYTHONPATH": str(PROJECT)},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -60,9 +69,9 @@ def held_knowledge_base(environment: dict[str, str]) -> Iterator[subprocess.Pope
 
 
 def test_kb_stats_on_a_held_knowledge_base_names_the_holder(
-    environment: dict[str, str], held_knowledge_base: subprocess.Popen[str]
+    held_environment: dict[str, str], held_knowledge_base: subprocess.Popen[str]
 ) -> None:
-    result = CliRunner().invoke(cli, ["kb", "stats"], env=environment)
+    result = CliRunner().invoke(cli, ["kb", "stats"], env=held_environment)
 
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
@@ -73,9 +82,9 @@ def test_kb_stats_on_a_held_knowledge_base_names_the_holder(
 
 
 def test_ask_on_a_held_knowledge_base_says_why_rag_failed(
-    environment: dict[str, str], held_knowledge_base: subprocess.Popen[str]
+    held_environment: dict[str, str], held_knowledge_base: subprocess.Popen[str]
 ) -> None:
-    result = CliRunner().invoke(cli, ["ask", QUESTION, "--json"], env=environment)
+    result = CliRunner().invoke(cli, ["ask", QUESTION, "--json"], env=held_environment)
 
     assert result.exit_code == 0, result.output
     response = json.loads(result.stdout)

@@ -2,10 +2,15 @@
 
 A test that needs PostgreSQL or Redis skips with the reason when the server is not there — except under CI
 (``CI=true``), where a missing service is a failure: CI must never pass by skipping the fault tests.
+
+The job store's database starts at the head revision: a copy of the session's migrated template (tests/conftest.py),
+PostgreSQL and SQLite alike. Every job test opens it through ``MemoryStore.open`` (or a process that does), which
+would migrate an empty one to the same revision first thing; copying is faster (a migration per test was seconds).
 """
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,8 +43,8 @@ def redis_service() -> Iterator[RedisFixture]:
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    with fresh_postgres_database("rc_jobtest") as url:
+def postgres_url(migrated_postgres_template: str) -> Iterator[str]:
+    with fresh_postgres_database("rc_jobtest", template=migrated_postgres_template) as url:
         yield url
 
 
@@ -47,6 +52,8 @@ def postgres_url() -> Iterator[str]:
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The job store on SQLite and on PostgreSQL."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
+        path = tmp_path / "memory.db"
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite_file"), path)
+        yield f"sqlite+aiosqlite:///{path}"
         return
     yield request.getfixturevalue("postgres_url")

@@ -15,7 +15,7 @@ from researchcrew.cli import cli
 from researchcrew.cli._startup import require_own_knowledge_base
 from researchcrew.settings import Settings
 from tests.conftest import PROJECT_ROOT
-from tests.e2e.test_cli_trust import environment, held_knowledge_base  # noqa: F401 - fixtures
+from tests.e2e.test_cli_trust import held_environment, held_knowledge_base  # noqa: F401 - fixtures
 from tests.loopback.server import closed_port
 
 pytestmark = pytest.mark.slow
@@ -34,12 +34,12 @@ def test_the_recipe_names_the_milvus_server() -> None:
 
 
 def test_a_worker_refuses_a_lite_file_another_process_holds(
-    environment: dict[str, str],  # noqa: F811
+    held_environment: dict[str, str],  # noqa: F811
     held_knowledge_base: subprocess.Popen[str],  # noqa: F811
 ) -> None:
     """The recipe without its Milvus server: Redis and PostgreSQL set (unreachable ones: the check comes first)."""
     recipe = {
-        **environment,
+        **held_environment,
         "RESEARCHCREW_REDIS__URL": f"redis://127.0.0.1:{closed_port()}/0",
         "RESEARCHCREW_MEMORY__DATABASE_URL": f"postgresql+asyncpg://rc@127.0.0.1:{closed_port()}/rc",
     }

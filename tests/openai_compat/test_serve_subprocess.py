@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import PROJECT_ROOT
 from tests.e2e.support import offline_environment
+from tests.helpers.demo_folder import copy_of_the_demo_folder
 from tests.loopback.server import closed_port
 
 pytestmark = pytest.mark.slow
@@ -44,10 +45,10 @@ def researchcrew(*arguments: str, env: dict[str, str]) -> subprocess.CompletedPr
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """(base URL, key) of a `researchcrew serve` process over the bundled demo corpus."""
-    env = environment(tmp_path)
-    researchcrew("ingest", "--demo", "--no-progress", env=env)  # in its own process: a Milvus Lite file is one's
+def served(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(base URL, key) of a `researchcrew serve` process over the bundled demo corpus (a copy of the run's one
+    `researchcrew ingest --demo`, made in its own process: a Milvus Lite file is one process's)."""
+    env = environment(copy_of_the_demo_folder(tmp_path_factory, tmp_path / "data"))
     key = json.loads(researchcrew("users", "add", "ada", "--json", env=env).stdout)["key"]
     port = closed_port()
     log = (tmp_path / "serve.log").open("w")

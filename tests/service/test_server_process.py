@@ -131,8 +131,9 @@ def test_sigterm_lets_a_running_answer_finish_and_keeps_its_memory(
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    with fresh_postgres_database("rc_servetest") as url:
+def postgres_url(migrated_postgres_template: str) -> Iterator[str]:
+    """A copy of the session's migrated database (what the first open would make of an empty one, faster)."""
+    with fresh_postgres_database("rc_servetest", template=migrated_postgres_template) as url:
         yield url
 
 

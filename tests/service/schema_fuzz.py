@@ -8,13 +8,18 @@ refused with a 4xx on both backends (PostgreSQL answered it with a 500), instead
 
 The operations come from the app's own schema; each is a test of its own, driven by hypothesis through
 schemathesis' strategies (schemathesis' pytest plugin does not run on this pytest release).
+
+The tests are defined here and collected once per backend, each backend a module of its own
+(``test_schema_fuzz_sqlite.py``, ``test_schema_fuzz_postgresql.py``: ``live_on(backend)`` is its live service).
+Together they were the suite's longest module by far, and pytest-xdist's ``--dist loadfile`` keeps a module on one
+process: as two, the halves run side by side.
 """
 
 from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +31,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from researchcrew.service._app import create_app
 from researchcrew.settings import Settings
-from tests.service.backends import BACKENDS, LiveService, live_service
+from tests.service.backends import LiveService, live_service
 
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")  # NUL and lone surrogates: PostgreSQL keeps neither
 MAX_EXAMPLES = 20  # per operation, generation mode and backend: each backend's fuzz stays within about a minute
@@ -47,10 +52,15 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def live(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    with live_service(tmp_path_factory.mktemp("fuzz"), request.param, prefix="rc_fuzz") as service:
-        yield service
+def live_on(backend: str) -> Callable[..., Iterator[LiveService]]:
+    """The ``live`` fixture of a module that fuzzes ``backend`` ("sqlite" or "postgresql"): one app per module."""
+
+    @pytest.fixture(scope="module")
+    def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+        with live_service(tmp_path_factory.mktemp("fuzz"), backend, prefix="rc_fuzz") as service:
+            yield service
+
+    return live
 
 
 def _unstorable(value: Any) -> bool:
