@@ -188,6 +188,14 @@ class CollectionStore:
         self._lock = threading.RLock()  # re-entrant: a failed connect reports (and resets) under the same lock
         self.recorded: dict[str, Any] = {}  # what the collection's description says it was built with
         self._has_collections = True  # whether rows carry ``schema.COLLECTION`` (schema 2); read on connect
+        self._companion_locks: dict[str, threading.Lock] = {}
+
+    def companion_lock(self, name: str) -> threading.Lock:
+        """The one lock for making or loading the companion collection ``name`` (annotations, summaries) of this
+        store, whichever index object asks: ``index_for``/``summaries_for`` make a new index per call, and two of
+        them loading one collection at once failed with "in state 'loading'" (seen in ``serve`` under load)."""
+        with self._lock:
+            return self._companion_locks.setdefault(name, threading.Lock())
 
     # Connection ------------------------------------------------------------------------------------------------
     @property

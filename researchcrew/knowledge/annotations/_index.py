@@ -168,7 +168,7 @@ class AnnotationIndex:
         self._chunker = chunker
         self.extractor = extractor
         self._ready = False
-        self._lock = threading.Lock()
+        self._lock = store.companion_lock(self.name)  # shared by every index of this store: one loads at a time
         self._label_vectors: dict[str, Any] = {}
         self.rows_read = 0  # annotation rows queries returned (what a filter pushed into Milvus saves)
         self._coverage_cache = _coverage_cache_of(store)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -111,7 +110,7 @@ class SummaryIndex:
         self._embedder = embedder
         self.min_chunks = min_chunks
         self._ready = False
-        self._lock = threading.Lock()
+        self._lock = store.companion_lock(self.name)  # shared by every index of this store: one loads at a time
 
     @classmethod
     def of(cls, kb: KnowledgeBase) -> SummaryIndex:
