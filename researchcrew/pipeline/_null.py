@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
-import os
 import statistics
-import tempfile
 import threading
 import time
 import weakref
@@ -34,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from researchcrew.knowledge.kept_values import KeptValues
 
 if TYPE_CHECKING:
     from researchcrew.embedding.embedder import Embedder
@@ -242,33 +241,22 @@ class KnowledgeBaseNull:
     def _load(self) -> _Measured | None:
         if self.path is None:
             return None
+        entry = KeptValues(self.path).read(self.key)
         try:
-            entry = json.loads(self.path.read_text(encoding="utf-8")).get(self.key)
-            if not isinstance(entry, dict) or not isinstance(entry.get("value"), float):
+            if entry is None or not isinstance(entry.get("value"), float):
                 return None
             if entry.get("rows") != self._rows():
                 return None  # measured on other content: measured again
             return _Measured(float(entry["value"]), float(entry["measured_at"]))
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):
-            return None  # no file yet, or not one this version wrote: measured again
+        except (ValueError, TypeError, KeyError):
+            return None  # not an entry this version wrote: measured again
 
     def _save(self, measured: _Measured) -> None:
         """Write the measurement beside the knowledge base (atomically; other keys kept). Best effort."""
         assert self.path is not None  # noqa: S101 - checked by the caller
-        try:
-            try:
-                entries = json.loads(self.path.read_text(encoding="utf-8"))
-                entries = entries if isinstance(entries, dict) else {}
-            except (OSError, ValueError):
-                entries = {}
-            entries[self.key] = {"value": measured.value, "measured_at": measured.at, "rows": self._rows()}
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".null-", suffix=".json")
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                json.dump(entries, file)
-            os.replace(temporary, self.path)
-        except OSError as error:
-            logger.info("keeping the knowledge base's null in %s failed: %s", self.path, error)
+        KeptValues(self.path).write(
+            self.key, {"value": measured.value, "measured_at": measured.at, "rows": self._rows()}
+        )
 
 
 def knowledge_base_null(tools: Sequence[object], embedder: Embedder) -> NullCosine | None:
