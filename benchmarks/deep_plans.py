@@ -121,8 +121,9 @@ def open_knowledge_base(corpus: str, data_dir: Path, questions: Sequence[Questio
 
 
 async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int) -> dict[str, Any]:
+    from researchcrew.deep._facet_search import CHECK_RESULTS, searched_facets
     from researchcrew.deep._facets import artefacts
-    from researchcrew.deep._plan import rule_plan
+    from researchcrew.deep._plan import rule_plan, topic_of
     from researchcrew.pipeline.clarify import summarize_evidence
     from researchcrew.tools.rag import RAGTool
 
@@ -138,13 +139,15 @@ async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int)
     started = time.perf_counter()
     probe = await search(question.question, settings.deep.probe_results)
     summary = summarize_evidence(question.question, [question.question], probe, [])
-    plan = rule_plan(
+    facets = await searched_facets(
         question.question,
-        summary,
-        max_items=settings.deep.max_subquestions,
-        evidence=probe,
+        topic_of(question.question),
+        probe,
+        search=lambda text: search(text, CHECK_RESULTS),
+        max_facets=settings.deep.max_subquestions,
         embedder=knowledge_base.embedder,
     )
+    plan = rule_plan(question.question, summary, max_items=settings.deep.max_subquestions, facets=facets)
     plan_ms = (time.perf_counter() - started) * 1000
     years = [chunk.source_date.year for chunk in probe if chunk.source_date is not None]
     pattern = term_pattern(question.topic_terms)
