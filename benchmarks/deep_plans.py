@@ -147,7 +147,9 @@ async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int)
         max_facets=settings.deep.max_subquestions,
         embedder=knowledge_base.embedder,
     )
-    plan = rule_plan(question.question, summary, max_items=settings.deep.max_subquestions, facets=facets)
+    plan = rule_plan(
+        question.question, summary, max_items=settings.deep.max_subquestions, facets=facets, checked=bool(probe)
+    )
     plan_ms = (time.perf_counter() - started) * 1000
     years = [chunk.source_date.year for chunk in probe if chunk.source_date is not None]
     pattern = term_pattern(question.topic_terms)

@@ -322,7 +322,7 @@ class FacetDraft:
     documents: tuple[_Document, ...]
     groups: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...]  # (document indexes, key phrases), largest first
     evidence_years: tuple[int, ...]
-    topic_stems: frozenset[str]  # the question's words that most probe documents hold (what "on topic" reads)
+    topic_stems: tuple[frozenset[str], ...]  # the question's words telling the topic, each a set of alternatives
     in_probe: Callable[[str], tuple[str, ...]]  # a wording's best probe documents (keys)
     probe_top: int  # how many documents make a wording's top evidence inside the probe
 
@@ -331,14 +331,16 @@ class FacetDraft:
         return frozenset(document.key for document in self.documents)
 
     def on_topic(self, key: str, text: str) -> bool:
-        """A document is on the broad topic when it holds two thirds of the topic's words (``topic_stems``; all of
-        one or two; a question may join alternatives: "cyber-physical and embedded systems"), whether the probe found
-        it or not (its best matches may include documents that do not); when the question has no such words, when
-        the probe found it."""
+        """A document is on the broad topic when it holds the topic's words (``topic_stems``; of three or more, two
+        thirds: a question may join alternatives, "cyber-physical and embedded systems"), whether the probe found it
+        or not (its best matches may include documents that do not); when the question has no such words, when the
+        probe found it."""
         if not self.topic_stems:
             return key in self.keys
-        held = len(self.topic_stems & {stem(word) for word in _lower_words(text)})
-        return held * 3 >= len(self.topic_stems) * 2
+        words = {stem(word) for word in _lower_words(text)}
+        held = sum(any(_holds(words, root) for root in group) for group in self.topic_stems)
+        wanted = len(self.topic_stems)
+        return held * 3 >= wanted * 2 if wanted > 2 else held == wanted
 
 
 def draft_facets(
@@ -379,20 +381,41 @@ def draft_facets(
         phrases = _name(group, documents, asked, document_phrases)
         if phrases:
             groups.append((tuple(group), tuple(phrases)))
-    content_asked = {stem(word) for word in _lower_words(question) if _content(word)}
     holding = [{stem(word) for word in _lower_words(text)} for text in texts]
-    topic_stems = frozenset(
-        root for root in content_asked if sum(root in words for words in holding) * 2 >= len(documents)
-    )
     return FacetDraft(
         topic=topic_phrase(question, topic),
         documents=tuple(documents),
         groups=tuple(groups),
         evidence_years=tuple(document.year for document in documents if document.year is not None),
-        topic_stems=topic_stems,
+        topic_stems=_topic_stems(question, holding),
         in_probe=in_probe,
         probe_top=probe_top,
     )
+
+
+BEST_DOCUMENTS = 3  # the probe's best documents, whose words say what the topic is
+
+
+def _holds(words: set[str], root: str) -> bool:
+    return root in words or (len(root) >= 6 and any(word[:6] == root[:6] for word in words))
+
+
+def _topic_stems(question: str, holding: Sequence[set[str]]) -> tuple[frozenset[str], ...]:
+    """The question's words that tell an on-topic document: its content words (not "effects", "role") that most of
+    the probe's best documents hold (not "researchers", "applied"); words the question joins by "and"/"or" are
+    alternatives ("web and mobile applications": either). All its content words when the best documents hold none."""
+    words = _lower_words(question)
+    joined: dict[str, str] = {}
+    for first, middle, last in zip(words, words[1:], words[2:], strict=False):
+        if middle in ("and", "or") and _content(first) and _content(last):
+            joined[stem(last)] = stem(first)
+    asked = list(dict.fromkeys(stem(word) for word in words if _content(word) and word not in _ASKING))
+    best = holding[:BEST_DOCUMENTS]
+    used = [root for root in asked if sum(_holds(found, root) for found in best) * 2 > len(best)] or asked
+    groups: dict[str, set[str]] = {}
+    for root in used:
+        groups.setdefault(joined.get(root, root), set()).add(root)
+    return tuple(frozenset(group) for group in groups.values())
 
 
 # A wording's judgement: the keys of its top evidence, and whether that evidence is on the broad topic.
@@ -548,6 +571,8 @@ def topic_phrase(question: str, topic: str) -> str:
                 if index >= 3 and words[index - 1].lower() in ("and", "or") and words[index - 2].lower().endswith("ed"):
                     start, verbs = index - 2, [_gerund(words[index - 2]), words[index - 1].lower(), *verbs]
                 return " ".join([*verbs, *words[:start], *words[index + 1 :]])
+    stripped = re.sub(r"^of\s+", "", _strip_asking(topic), flags=re.IGNORECASE)  # "role of autophagy" → "autophagy"
+    topic = stripped or topic
     words = topic.split()
     if 1 <= len(words) <= MAX_TOPIC_WORDS and not any(word.lower() in _WH for word in words):
         return topic

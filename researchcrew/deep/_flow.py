@@ -364,6 +364,7 @@ class DeepResearchFlow(Flow[DeepState]):
         # time for it (embedding the probe takes a fraction of a second on a busy machine; words alone are instant).
         embedder = loaded_embedder(self._run.settings) if self.budget.remaining_s() >= PLAN_EMBEDDING_MIN_S else None
         facets = await self._facets(question, embedder)
+        checked = self._run.settings.deep.plan_checks > 0 and bool(deep.probe)
         plan = None
         if self._run.llm is not None:
             plan = await llm_plan(
@@ -376,6 +377,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 timeout_s=min(self._run.settings.deep.llm_timeout_s, max(0.5, self.budget.remaining_s())),
                 guidance=shape.guidance(),
                 facets=facets,
+                checked=checked,
             )
         if plan is None or plan.written_by == "rules":  # no LLM, or it failed: by rule, in the report's type
             shaped = shaped_rule_plan(
@@ -390,7 +392,9 @@ class DeepResearchFlow(Flow[DeepState]):
             plan = (
                 shaped
                 or plan
-                or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus, facets=facets)
+                or rule_plan(
+                    question, summary, max_items=deep.max_subquestions, focus=focus, facets=facets, checked=checked
+                )
             )
         deep.plan = plan.model_copy(update={"question": deep.question})
         detail: dict[str, Any] = {
