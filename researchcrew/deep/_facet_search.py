@@ -42,9 +42,10 @@ CHECK_RESULTS = 4 * TOP_EVIDENCE  # passages asked of each source per check (sev
 
 
 def ranked_documents(chunks: Sequence[ContextChunk]) -> list[tuple[str, str]]:
-    """(key, title and text) of the documents a search found, best first, one per document, memory left out."""
+    """(key, title and text) of the documents a search found, in the order found (the sources rank them; their
+    relevance scores are not comparable with the rank a fused search gives), one per document, memory left out."""
     documents: dict[str, str] = {}
-    for chunk in sorted(chunks, key=lambda c: c.semantic_relevance, reverse=True):
+    for chunk in chunks:
         if chunk.source_type in EXCLUDED_SOURCES:
             continue
         key = document_key(chunk)
