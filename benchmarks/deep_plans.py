@@ -5,8 +5,10 @@ distinct from each other, and free of template artefacts?
 
 For each broad question of ``data/deep_plan_questions.jsonl`` (26: 14 over the bundled demo corpus, 12 over SciFact;
 each marked ``tune`` or ``report``) the script does what a deep run without an LLM does before its plan: a probe of
-the knowledge base (``RAGTool``, ``deep.probe_results`` results), then ``plan.rule_plan`` over the probe's evidence
-with the knowledge base's embedder, at the default ``deep.max_subquestions``. Each sub-question is then searched the
+the knowledge base (``RAGTool``, ``deep.probe_results`` results), the facets of the probe's documents with the
+knowledge base's embedder, each candidate sub-question checked by searching the knowledge base as its research will
+(``_facet_search.searched_facets``, as the deep Flow does), then ``plan.rule_plan`` over the facets kept, at the
+default ``deep.max_subquestions``. Each sub-question is then searched the
 same way, and its top evidence is the first ``--top-k`` (3) documents found:
 
 * **on topic** — at least two of them hold one of the question's labelled topic terms (case-insensitive word
