@@ -425,16 +425,19 @@ Judgement = tuple[tuple[str, ...], bool]
 def _wordings(phrases: Sequence[str], topic: str, position: int) -> list[tuple[str, str]]:
     """(wording, label) to try for one group, best first: each of its two best phrases with the topic, then with a
     further phrase of the group that says what sets it apart ("notably ..."), then that pair without the topic
-    (whose words pull every facet towards the topic's central documents)."""
+    (whose words pull every facet towards the topic's central documents); in the plan's frame for this position
+    first, then in the other frames (a frame's own words move a search too)."""
     found: list[tuple[str, str]] = []
-    for label in phrases[:2]:
-        label_words = set(_normal(label).split())
-        others = [phrase for phrase in phrases if phrase != label and not label_words & set(_normal(phrase).split())]
-        secondary = others[0] if others else None
-        found.append((word_facet(label, topic, position), label))
-        if secondary:
-            found.append((word_facet(label, topic, position, secondary), label))
-            found.append((word_facet(label, "", position, secondary), label))
+    for shift in range(len(_FRAMES_WITH_TOPIC)):
+        frame = position + shift
+        for label in phrases[:2]:
+            label_words = set(_normal(label).split())
+            others = [p for p in phrases if p != label and not label_words & set(_normal(p).split())]
+            secondary = others[0] if others else None
+            found.append((word_facet(label, topic, frame), label))
+            if secondary:
+                found.append((word_facet(label, topic, frame, secondary), label))
+                found.append((word_facet(label, "", frame, secondary), label))
     return list(dict.fromkeys(found))
 
 
