@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from collections.abc import Sequence
 
 import pytest
 
 from researchcrew.contracts import ContextChunk
 from researchcrew.deep._facet_search import ranked_documents, searched_facets
-from researchcrew.deep._facets import Judgement, artefacts, draft_facets, select_facets
-from researchcrew.deep._plan import rule_plan, topic_of
+from researchcrew.deep._facets import Facet, Judgement, artefacts, draft_facets, select_facets
+from researchcrew.deep._plan import llm_plan, rule_plan, topic_of
+from researchcrew.testing import FakeLLM
 from tests.deep.test_plan_facets import DemoProbe
 from tests.e2e.support import shared_embedder
 
@@ -108,7 +110,7 @@ def demo_probe() -> DemoProbe:
     return DemoProbe(shared_embedder())
 
 
-async def _checked_plan(demo_probe: DemoProbe, question: str) -> tuple[list[tuple[str, ...]], list[object]]:
+async def _checked_plan(demo_probe: DemoProbe, question: str) -> tuple[list[tuple[str, ...]], list[Facet]]:
     async def search(text: str) -> Sequence[ContextChunk]:
         return demo_probe(text, 12)
 
@@ -136,9 +138,20 @@ async def test_each_checked_sub_question_retrieves_its_facets_documents_and_not_
 @pytest.mark.parametrize("question", SMALL)
 async def test_a_small_topic_gets_a_short_plan_that_says_why(demo_probe: DemoProbe, question: str) -> None:
     tops, facets = await _checked_plan(demo_probe, question)
-    plan = rule_plan(question, None, max_items=8, facets=facets, checked=True)  # type: ignore[arg-type]
+    plan = rule_plan(question, None, max_items=8, facets=facets, checked=True)
     assert 1 <= len(plan.items) <= 2
     assert "not 8" in plan.note or plan.note.startswith("One sub-question")
     for first, second in itertools.combinations(tops, 2):
         assert len(set(first) & set(second)) <= 1
     assert all(artefacts(item.question) == [] for item in plan.items)
+
+
+async def test_the_models_prompt_gets_the_checked_facets_and_how_many_there_are(demo_probe: DemoProbe) -> None:
+    question = "How are digital twins tested?"
+    _, facets = await _checked_plan(demo_probe, question)
+    reply = json.dumps({"sub_questions": [{"question": "How are digital twins of industrial processes tested?"}]})
+    llm = FakeLLM([reply])
+    await llm_plan(llm, question, None, demo_probe(question), max_items=8, facets=facets)
+    prompt = llm.calls[0].messages[1]["content"]
+    assert "<<<FACETS FOUND>>>" in prompt and all(facet.label in prompt for facet in facets)
+    assert f"{len(facets)} facet" in prompt
