@@ -5,8 +5,10 @@ distinct from each other, and free of template artefacts?
 
 For each broad question of ``data/deep_plan_questions.jsonl`` (26: 14 over the bundled demo corpus, 12 over SciFact;
 each marked ``tune`` or ``report``) the script does what a deep run without an LLM does before its plan: a probe of
-the knowledge base (``RAGTool``, ``deep.probe_results`` results), then ``plan.rule_plan`` over the probe's evidence
-with the knowledge base's embedder, at the default ``deep.max_subquestions``. Each sub-question is then searched the
+the knowledge base (``RAGTool``, ``deep.probe_results`` results), the facets of the probe's documents with the
+knowledge base's embedder, each candidate sub-question checked by searching the knowledge base as its research will
+(``_facet_search.searched_facets``, as the deep Flow does), then ``plan.rule_plan`` over the facets kept, at the
+default ``deep.max_subquestions``. Each sub-question is then searched the
 same way, and its top evidence is the first ``--top-k`` (3) documents found:
 
 * **on topic** — at least two of them hold one of the question's labelled topic terms (case-insensitive word
@@ -121,8 +123,9 @@ def open_knowledge_base(corpus: str, data_dir: Path, questions: Sequence[Questio
 
 
 async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int) -> dict[str, Any]:
+    from researchcrew.deep._facet_search import CHECK_RESULTS, searched_facets
     from researchcrew.deep._facets import artefacts
-    from researchcrew.deep._plan import rule_plan
+    from researchcrew.deep._plan import rule_plan, topic_of
     from researchcrew.pipeline.clarify import summarize_evidence
     from researchcrew.tools.rag import RAGTool
 
@@ -138,12 +141,16 @@ async def plan_and_judge(knowledge_base: Any, question: Question, *, top_k: int)
     started = time.perf_counter()
     probe = await search(question.question, settings.deep.probe_results)
     summary = summarize_evidence(question.question, [question.question], probe, [])
-    plan = rule_plan(
+    facets = await searched_facets(
         question.question,
-        summary,
-        max_items=settings.deep.max_subquestions,
-        evidence=probe,
+        topic_of(question.question),
+        probe,
+        search=lambda text: search(text, CHECK_RESULTS),
+        max_facets=settings.deep.max_subquestions,
         embedder=knowledge_base.embedder,
+    )
+    plan = rule_plan(
+        question.question, summary, max_items=settings.deep.max_subquestions, facets=facets, checked=bool(probe)
     )
     plan_ms = (time.perf_counter() - started) * 1000
     years = [chunk.source_date.year for chunk in probe if chunk.source_date is not None]

@@ -834,6 +834,14 @@ class DeepResearchSettings(_Group):
         description="Results asked of each source when probing the question before planning (web results may cost "
         "Firecrawl credits; the knowledge base counts all its matches regardless).",
     )
+    plan_checks: int = Field(
+        default=24,
+        ge=0,
+        le=100,
+        description="Most searches made to check the rule plan's candidate sub-questions against the sources (each "
+        "searches every selected source but memory, as its research will; web results may cost Firecrawl credits); "
+        "0 judges them within the probe only.",
+    )
     follow_depth: int = Field(
         default=2, ge=0, le=3, description="How deep references are followed (2: references of references once)."
     )

@@ -129,6 +129,7 @@ def render_run(run: DeepRun) -> str:
     elif run.status == "awaiting_human_feedback" and run.plan is not None:
         lines += ["", f"Proposed plan for: {run.plan.question}"]
         lines += [f"  {position}. {item.question}" for position, item in enumerate(run.plan.items, start=1)]
+        lines += [f"  ({run.plan.note})"] if run.plan.note else []
     if run.status == "awaiting_human_feedback":
         what = "--answer TEXT" if run.awaiting == "clarification" else "--approve (or --cut/--order/--edit/--add)"
         lines += ["", f"Continue with: researchcrew research --run {run.run_id} {what}   (or --cancel)"]

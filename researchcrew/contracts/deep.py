@@ -86,6 +86,11 @@ class ResearchPlan(Contract):
     items: list[PlanItem] = Field(min_length=1, max_length=MAX_PLAN_ITEMS, description="The sub-questions, in order.")
     max_items: int = Field(ge=1, le=MAX_PLAN_ITEMS, description="The most items this plan may hold.")
     written_by: Literal["rules", "llm"] = Field(default="rules", description="Who proposed it.")
+    note: str = Field(
+        default="",
+        max_length=1_000,
+        description="What to know about the plan as a whole, e.g. why it holds fewer items than allowed.",
+    )
 
     @model_validator(mode="after")
     def _within_bounds(self) -> ResearchPlan:

@@ -18,7 +18,7 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -98,7 +98,7 @@ class _Document:
     relevance: float
 
 
-def _document_key(chunk: ContextChunk) -> str:
+def document_key(chunk: ContextChunk) -> str:
     return chunk.source_id or chunk.url or chunk.title or chunk.chunk_id
 
 
@@ -108,7 +108,7 @@ def _documents(evidence: Sequence[ContextChunk]) -> list[_Document]:
     for chunk in sorted(evidence, key=lambda c: c.semantic_relevance, reverse=True):
         if chunk.source_type in EXCLUDED_SOURCES or not (chunk.content.strip() or (chunk.title or "").strip()):
             continue
-        grouped.setdefault(_document_key(chunk), []).append(chunk)
+        grouped.setdefault(document_key(chunk), []).append(chunk)
     documents = []
     for key, chunks in grouped.items():
         first = chunks[0]
@@ -313,32 +313,57 @@ def word_facet(label: str, topic: str, position: int, secondary: str | None = No
 # ---- the facets ---------------------------------------------------------------------------------------------------
 
 
-def find_facets(
-    question: str,
-    topic: str,
-    evidence: Sequence[ContextChunk],
-    *,
-    max_facets: int,
-    embedder: Embedder | None = None,
-) -> list[Facet]:
-    """The facets of what the probe found, each with its worded sub-question, most documents first; at most
-    ``max_facets``, none whose question would read another's evidence. [] when the probe found nothing usable."""
+@dataclass(frozen=True)
+class FacetDraft:
+    """What the probe's documents give before any sub-question is checked: the groups, each with its key phrases
+    (most distinctive first), and a judge of a wording inside the probe (its best probe documents)."""
+
+    topic: str  # the broad topic as a phrase ("testing machine learning systems")
+    documents: tuple[_Document, ...]
+    groups: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...]  # (document indexes, key phrases), largest first
+    evidence_years: tuple[int, ...]
+    topic_stems: tuple[frozenset[str], ...]  # the question's words telling the topic, each a set of alternatives
+    in_probe: Callable[[str], tuple[str, ...]]  # a wording's best probe documents (keys)
+    probe_top: int  # how many documents make a wording's top evidence inside the probe
+
+    @property
+    def keys(self) -> frozenset[str]:
+        return frozenset(document.key for document in self.documents)
+
+    def on_topic(self, key: str, text: str) -> bool:
+        """A document is on the broad topic when it holds the topic's words (``topic_stems``; of three or more, two
+        thirds: a question may join alternatives, "cyber-physical and embedded systems"), whether the probe found it
+        or not (its best matches may include documents that do not); when the question has no such words, when the
+        probe found it."""
+        if not self.topic_stems:
+            return key in self.keys
+        words = {stem(word) for word in _lower_words(text)}
+        held = sum(any(_holds(words, root) for root in group) for group in self.topic_stems)
+        wanted = len(self.topic_stems)
+        return held * 3 >= wanted * 2 if wanted > 2 else held == wanted
+
+
+def draft_facets(
+    question: str, topic: str, evidence: Sequence[ContextChunk], *, embedder: Embedder | None = None
+) -> FacetDraft | None:
+    """The probe's documents grouped and named (``_clusters``, ``_name``); None when the probe found nothing usable."""
     documents = _documents(evidence)
-    if not documents or max_facets < 1:
-        return []
+    if not documents:
+        return None
     asked = question_stems(question)
-    phrase = topic_phrase(question, topic)
-    evidence_years = [document.year for document in documents if document.year is not None]
     texts = [f"{document.title}. {document.text}" for document in documents]
     document_phrases = [{_normal(phrase) for phrase in candidate_phrases(text)} for text in texts]
     embedded = (
         _normalised(np.asarray(embedder.embed_documents(texts), dtype=np.float64)) if embedder is not None else None
     )
     vectors = _vectors(texts, asked, embedded)
-    # Where the sub-questions' evidence is judged: all words (the question's too), and embeddings when loaded.
+    # Where the sub-questions' evidence is judged inside the probe: all words (the question's too), and embeddings
+    # when loaded.
     all_words, vocabulary, idf = _tfidf(texts, frozenset())
+    # A small probe cannot give every facet three documents of its own: the best one (or two) must differ then.
+    probe_top = min(TOP_EVIDENCE, max(1, len(documents) // 4))
 
-    def top_evidence(text: str) -> tuple[str, ...]:
+    def in_probe(text: str) -> tuple[str, ...]:
         query = np.zeros(all_words.shape[1])
         for term, count in _bag(text, frozenset()).items():
             if term in vocabulary:
@@ -349,37 +374,107 @@ def find_facets(
             vector = np.asarray(embedder.embed_query(text), dtype=np.float64).reshape(1, -1)
             scores = scores + embedded @ _normalised(vector).ravel()
         order = sorted(range(len(texts)), key=lambda index: (-float(scores[index]), index))
-        return tuple(documents[index].key for index in order[:top_count])
+        return tuple(documents[index].key for index in order[:probe_top])
 
-    # A small probe cannot give every facet three documents of its own: the best one (or two) must differ then.
-    top_count = min(TOP_EVIDENCE, max(1, len(documents) // 4))
-    max_shared = MAX_SHARED if top_count == TOP_EVIDENCE else top_count - 1
+    groups = []
+    for group in _clusters(vectors):
+        phrases = _name(group, documents, asked, document_phrases)
+        if phrases:
+            groups.append((tuple(group), tuple(phrases)))
+    holding = [{stem(word) for word in _lower_words(text)} for text in texts]
+    return FacetDraft(
+        topic=topic_phrase(question, topic),
+        documents=tuple(documents),
+        groups=tuple(groups),
+        evidence_years=tuple(document.year for document in documents if document.year is not None),
+        topic_stems=_topic_stems(question, holding),
+        in_probe=in_probe,
+        probe_top=probe_top,
+    )
 
+
+BEST_DOCUMENTS = 3  # the probe's best documents, whose words say what the topic is
+
+
+def _holds(words: set[str], root: str) -> bool:
+    return root in words or (len(root) >= 6 and any(word[:6] == root[:6] for word in words))
+
+
+def _topic_stems(question: str, holding: Sequence[set[str]]) -> tuple[frozenset[str], ...]:
+    """The question's words that tell an on-topic document: its content words (not "effects", "role") that most of
+    the probe's best documents hold (not "researchers", "applied"); words the question joins by "and"/"or" are
+    alternatives ("web and mobile applications": either). All its content words when the best documents hold none."""
+    words = _lower_words(question)
+    joined: dict[str, str] = {}
+    for first, middle, last in zip(words, words[1:], words[2:], strict=False):
+        if middle in ("and", "or") and _content(first) and _content(last):
+            joined[stem(last)] = stem(first)
+    asked = list(dict.fromkeys(stem(word) for word in words if _content(word) and word not in _ASKING))
+    best = holding[:BEST_DOCUMENTS]
+    used = [root for root in asked if sum(_holds(found, root) for found in best) * 2 > len(best)] or asked
+    groups: dict[str, set[str]] = {}
+    for root in used:
+        groups.setdefault(joined.get(root, root), set()).add(root)
+    return tuple(frozenset(group) for group in groups.values())
+
+
+# A wording's judgement: the keys of its top evidence, and whether that evidence is on the broad topic.
+Judgement = tuple[tuple[str, ...], bool]
+
+
+def _wordings(phrases: Sequence[str], topic: str, position: int) -> list[tuple[str, str]]:
+    """(wording, label) to try for one group, best first: each of its two best phrases with the topic, then with a
+    further phrase of the group that says what sets it apart ("notably ..."), then that pair without the topic
+    (whose words pull every facet towards the topic's central documents); in the plan's frame for this position
+    first, then in the other frames (a frame's own words move a search too)."""
+    found: list[tuple[str, str]] = []
+    for shift in range(len(_FRAMES_WITH_TOPIC)):
+        frame = position + shift
+        for label in phrases[:2]:
+            label_words = set(_normal(label).split())
+            others = [p for p in phrases if p != label and not label_words & set(_normal(p).split())]
+            secondary = others[0] if others else None
+            found.append((word_facet(label, topic, frame), label))
+            if secondary:
+                found.append((word_facet(label, topic, frame, secondary), label))
+                found.append((word_facet(label, "", frame, secondary), label))
+    return list(dict.fromkeys(found))
+
+
+def select_facets(
+    draft: FacetDraft, *, max_facets: int, top_count: int, max_shared: int, max_checks: int
+) -> Generator[str, Judgement, list[Facet]]:
+    """The facets a plan keeps, as a conversation with a judge (sans I/O): yields each candidate wording, receives
+    its ``Judgement``, returns the facets. A wording is kept when its top evidence is on topic, holds one of its
+    group's documents, and shares at most ``max_shared`` documents with every kept facet's; else the group's next
+    wording is tried, and a group none of whose wordings fits is dropped. At most ``max_checks`` wordings judged."""
     facets: list[Facet] = []
     used_labels: set[str] = set()
-    for group in _clusters(vectors):
-        phrases = [
-            name for name in _name(group, documents, asked, document_phrases) if _normal(name) not in used_labels
-        ]
+    checks = 0
+    for members, named in draft.groups:
+        phrases = [name for name in named if _normal(name) not in used_labels]
         if not phrases:
             continue
-        own = {documents[index].key for index in group}
+        own = {draft.documents[index].key for index in members}
         chosen: Facet | None = None
-        for label in phrases[:2]:
-            wording = word_facet(label, phrase, len(facets))
-            if artefacts(wording, evidence_years):
+        for wording, label in _wordings(phrases, draft.topic, len(facets)):
+            if artefacts(wording, draft.evidence_years):
                 continue
-            top = top_evidence(wording)
-            if not own & set(top):
-                continue  # the question does not find the documents it was made from
+            if checks >= max_checks:
+                return facets
+            checks += 1
+            top, on_topic = yield wording
+            top = top[:top_count]
+            if not on_topic or not own & set(top):
+                continue  # off the topic, or the question does not find the documents it was made from
             if any(len(set(top) & set(kept.top_evidence)) > max_shared for kept in facets):
                 continue
             chosen = Facet(
                 label=label,
                 phrases=tuple(phrase for phrase in phrases if phrase != label),
-                titles=tuple(documents[index].title for index in group if documents[index].title),
-                keys=tuple(documents[index].key for index in group),
-                years=tuple(sorted(y for index in group if (y := documents[index].year) is not None)),
+                titles=tuple(draft.documents[index].title for index in members if draft.documents[index].title),
+                keys=tuple(draft.documents[index].key for index in members),
+                years=tuple(sorted(y for index in members if (y := draft.documents[index].year) is not None)),
                 question=wording,
                 top_evidence=top,
             )
@@ -391,6 +486,35 @@ def find_facets(
         if len(facets) >= max_facets:
             break
     return facets
+
+
+MAX_CHECKS = 24  # wordings judged per plan (a search each when checked against the sources)
+
+
+def find_facets(
+    question: str,
+    topic: str,
+    evidence: Sequence[ContextChunk],
+    *,
+    max_facets: int,
+    embedder: Embedder | None = None,
+) -> list[Facet]:
+    """The facets of what the probe found, each with its worded sub-question, most documents first; at most
+    ``max_facets``, none whose question would read another's evidence *inside the probe* (``search.searched_facets``
+    checks them against the sources themselves). [] when the probe found nothing usable."""
+    draft = draft_facets(question, topic, evidence, embedder=embedder)
+    if draft is None or max_facets < 1:
+        return []
+    max_shared = MAX_SHARED if draft.probe_top == TOP_EVIDENCE else draft.probe_top - 1
+    selection = select_facets(
+        draft, max_facets=max_facets, top_count=draft.probe_top, max_shared=max_shared, max_checks=MAX_CHECKS
+    )
+    try:
+        wording = next(selection)
+        while True:
+            wording = selection.send((draft.in_probe(wording), True))
+    except StopIteration as done:
+        return list(done.value)
 
 
 def facet_lines(facets: Sequence[Facet]) -> str:
@@ -450,6 +574,8 @@ def topic_phrase(question: str, topic: str) -> str:
                 if index >= 3 and words[index - 1].lower() in ("and", "or") and words[index - 2].lower().endswith("ed"):
                     start, verbs = index - 2, [_gerund(words[index - 2]), words[index - 1].lower(), *verbs]
                 return " ".join([*verbs, *words[:start], *words[index + 1 :]])
+    stripped = re.sub(r"^of\s+", "", _strip_asking(topic), flags=re.IGNORECASE)  # "role of autophagy" → "autophagy"
+    topic = stripped or topic
     words = topic.split()
     if 1 <= len(words) <= MAX_TOPIC_WORDS and not any(word.lower() in _WH for word in words):
         return topic

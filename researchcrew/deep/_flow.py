@@ -48,8 +48,10 @@ from researchcrew.contracts.deep import (
 from researchcrew.contracts.follow_up import TokenCount
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep._budget import Budget, Exhausted
+from researchcrew.deep._facet_search import CHECK_RESULTS, searched_facets
+from researchcrew.deep._facets import EXCLUDED_SOURCES, Facet
 from researchcrew.deep._follow import ReferenceFollower
-from researchcrew.deep._plan import apply_decision, llm_plan, plan_facets, read_decision, rule_plan
+from researchcrew.deep._plan import apply_decision, llm_plan, plan_facets, read_decision, rule_plan, topic_of
 from researchcrew.deep._quality import score_report, sections_by_position
 from researchcrew.deep._remediate import flawed_sections, remediate, revision_note
 from researchcrew.deep._report import ReportDraft, assemble_report, extractive_retry, llm_retry
@@ -70,6 +72,7 @@ from researchcrew.pipeline.evidence_gate import evidence_confidence
 if TYPE_CHECKING:
     from crewai import BaseLLM
 
+    from researchcrew.embedding.embedder import Embedder
     from researchcrew.pipeline.stages import ResearchStages
     from researchcrew.settings import Settings
     from researchcrew.tools.base import Tool
@@ -84,6 +87,7 @@ RESEARCH_RESERVE_S = 1.0  # kept back from research for putting the report toget
 MIN_SUBQUESTION_S = 1.0  # a sub-question with less time than this is not started
 MIN_RETRY_S = 2.0
 PLAN_EMBEDDING_MIN_S = 20.0  # a run with less time left plans from the probe's words alone
+PLAN_CHECK_SHARE = 5  # checking the plan's candidate sub-questions may take a fifth of the time the run has left
 
 
 @dataclass
@@ -305,6 +309,47 @@ class DeepResearchFlow(Flow[DeepState]):
         )
 
     # ---- plan -----------------------------------------------------------------------------------------------------
+    async def _facets(self, question: str, embedder: Embedder | None) -> list[Facet]:
+        """The facets of the probe, each candidate sub-question checked by searching the sources as its research
+        will (``_facet_search``) within a fifth of the time the run has left; inside the probe when checks are off."""
+        deep, settings = self.deep, self._run.settings
+        checks = settings.deep.plan_checks
+        if checks == 0:
+            return await asyncio.to_thread(
+                plan_facets, question, deep.probe, max_items=deep.max_subquestions, embedder=embedder
+            )
+        request = self._request()
+        excluded = list(dict.fromkeys([*(request.exclude_sources or ()), *EXCLUDED_SOURCES]))
+        ends = time.monotonic() + self.budget.remaining_s() / PLAN_CHECK_SHARE
+
+        async def search(text: str) -> list[ContextChunk]:
+            left = ends - time.monotonic()
+            if left <= 0:
+                return []  # out of time for checks: the rest are judged inside the probe
+            output = await self._run.stages.retriever.run(
+                RetrieverInput(
+                    query_text=text,
+                    user_id=request.user_id,
+                    session_id=request.session_id,
+                    preferred_sources=request.preferred_sources,
+                    exclude_sources=excluded,
+                    time_limit_s=max(0.05, left),
+                    num_results=CHECK_RESULTS,
+                    tool_options=request.tool_options,
+                )
+            )
+            return list(output.aggregated_context.chunks)
+
+        return await searched_facets(
+            question,
+            topic_of(question),
+            deep.probe,
+            search=search,
+            max_facets=deep.max_subquestions,
+            embedder=embedder,
+            max_checks=checks,
+        )
+
     @listen(or_("plan", take_answer))
     @human_feedback(message="Approve, edit, reorder or cut the research plan", provider=_PROVIDER)
     async def propose_plan(self) -> dict[str, Any]:
@@ -318,9 +363,8 @@ class DeepResearchFlow(Flow[DeepState]):
         # The knowledge base's embedder refines the facets when it is loaded (never loaded for this) and the run has
         # time for it (embedding the probe takes a fraction of a second on a busy machine; words alone are instant).
         embedder = loaded_embedder(self._run.settings) if self.budget.remaining_s() >= PLAN_EMBEDDING_MIN_S else None
-        facets = await asyncio.to_thread(
-            plan_facets, question, deep.probe, max_items=deep.max_subquestions, embedder=embedder
-        )
+        facets = await self._facets(question, embedder)
+        checked = self._run.settings.deep.plan_checks > 0 and bool(deep.probe)
         plan = None
         if self._run.llm is not None:
             plan = await llm_plan(
@@ -333,6 +377,7 @@ class DeepResearchFlow(Flow[DeepState]):
                 timeout_s=min(self._run.settings.deep.llm_timeout_s, max(0.5, self.budget.remaining_s())),
                 guidance=shape.guidance(),
                 facets=facets,
+                checked=checked,
             )
         if plan is None or plan.written_by == "rules":  # no LLM, or it failed: by rule, in the report's type
             shaped = shaped_rule_plan(
@@ -347,7 +392,9 @@ class DeepResearchFlow(Flow[DeepState]):
             plan = (
                 shaped
                 or plan
-                or rule_plan(question, summary, max_items=deep.max_subquestions, focus=focus, facets=facets)
+                or rule_plan(
+                    question, summary, max_items=deep.max_subquestions, focus=focus, facets=facets, checked=checked
+                )
             )
         deep.plan = plan.model_copy(update={"question": deep.question})
         detail: dict[str, Any] = {

@@ -85,17 +85,27 @@ def rule_plan(
     evidence: Sequence[ContextChunk] = (),
     embedder: Embedder | None = None,
     facets: Sequence[Facet] | None = None,
+    checked: bool = False,
 ) -> ResearchPlan:
     """Sub-questions by rule: one per facet of what the probe found (``evidence``), each asking about the broad
-    topic from what its documents share; when the evidence is too thin to split, the topic from a few angles."""
+    topic from what its documents share; when the evidence is too thin to split, the topic from a few angles — or,
+    when the facets were ``checked`` against the sources (``_facet_search``) and none reads evidence of its own, the
+    topic once (the angles would all read the same few documents)."""
     del summary  # the facets read the evidence itself; the summary's phrases and years are not asked about as such
     topic = topic_of(question)
     if facets is None:
         facets = plan_facets(question, evidence, max_items=max_items, embedder=embedder)
     candidates = [(facet.question, facet.rationale) for facet in facets]
+    note = ""
     if len(candidates) < MIN_FACETS:
         phrase = topic_phrase(question, topic)
-        candidates += [(text.format(topic=phrase), rationale) for text, rationale in _ANGLES]
+        angles = _ANGLES[:1] if checked else _ANGLES
+        candidates += [(text.format(topic=phrase), rationale) for text, rationale in angles]
+        if checked:
+            note = (
+                "One sub-question: the sources hold too few documents on the topic for sub-questions that would each "
+                "read documents of their own."
+            )
     items: list[PlanItem] = []
     seen: set[str] = set()
     for text, rationale in candidates:
@@ -106,7 +116,16 @@ def rule_plan(
         items.append(PlanItem(id=len(items) + 1, question=wording, rationale=rationale))
         if len(items) >= max_items:
             break
-    return ResearchPlan(question=question, items=items, max_items=max_items, written_by="rules")
+    if facets and len(items) < max_items:
+        count = len(items)
+        note = (
+            f"{count} sub-questions, not {max_items}: the evidence found holds {count} facets whose searches read "
+            "different documents; more sub-questions would read the same evidence again."
+            if count > 1
+            else f"One sub-question, not {max_items}: the evidence found holds one facet; further sub-questions "
+            "would read the same documents again."
+        )
+    return ResearchPlan(question=question, items=items, max_items=max_items, written_by="rules", note=note)
 
 
 class _ProposedItem(BaseModel):
@@ -153,7 +172,8 @@ def _plan_messages(
             "subject, no pronouns), each with a short rationale."
             + (
                 " Base them on the facets found: each sub-question about one facet, so that each reads evidence the "
-                "others do not. Name no year or period the facets do not show."
+                f"others do not ({len(facets)} facet{'s' if len(facets) != 1 else ''} found; fewer sub-questions are "
+                "better than ones that would read the same documents). Name no year or period the facets do not show."
                 if facets
                 else ""
             )
@@ -174,17 +194,18 @@ async def llm_plan(
     guidance: str = "",
     embedder: Embedder | None = None,
     facets: Sequence[Facet] | None = None,
+    checked: bool = False,
 ) -> ResearchPlan:
     """The model's plan, from the question and the facets of what the probe found (the same facets the rule plan
-    asks about); the rule plan when the model fails or proposes nothing usable. ``guidance`` (the report's length
-    and type, ``shape.ReportShape.guidance``) is added to the prompt."""
+    asks about); the rule plan when the model fails or proposes nothing usable (``checked``: see ``rule_plan``).
+    ``guidance`` (the report's length and type, ``shape.ReportShape.guidance``) is added to the prompt."""
     from researchcrew.llm.replies import ask_for
 
     if facets is None:
         facets = plan_facets(question, evidence, max_items=max_items, embedder=embedder)
 
     def by_rule() -> ResearchPlan:
-        return rule_plan(question, summary, max_items=max_items, focus=focus, facets=facets)
+        return rule_plan(question, summary, max_items=max_items, focus=focus, facets=facets, checked=checked)
 
     try:
         messages = _plan_messages(question, focus, evidence, max_items, guidance, facets)
@@ -244,7 +265,9 @@ def apply_decision(plan: ResearchPlan, decision: PlanDecision) -> ResearchPlan |
     repeated = sorted({text for text in questions if questions.count(text) > 1})
     if repeated:
         raise PlanDecisionError(f"the sub-question “{repeated[0]}” appears twice")
-    return ResearchPlan(question=plan.question, items=items, max_items=plan.max_items, written_by=plan.written_by)
+    return ResearchPlan(
+        question=plan.question, items=items, max_items=plan.max_items, written_by=plan.written_by, note=plan.note
+    )
 
 
 def read_decision(feedback: str) -> PlanDecision:

@@ -16,12 +16,17 @@ from researchcrew.contracts.deep import DeepRun
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.memory.store import MemoryStore
 from researchcrew.runtime import open_runtime
-from researchcrew.settings import Settings
+from researchcrew.settings import DeepResearchSettings, Settings
 from tests.conftest import PROJECT_ROOT
 from tests.deep.corpus import CorpusTool
 from tests.helpers.services import fresh_postgres_database
 
 pytestmark = pytest.mark.postgres
+
+
+# The six-passage corpus answers nearly every query with the same passages: checked against it, a plan keeps one
+# sub-question; these tests cut an item of a plan of several, judged in the probe.
+UNCHECKED = DeepResearchSettings(plan_checks=0)
 
 
 @pytest.fixture
@@ -35,7 +40,7 @@ async def test_another_process_decides_and_finishes_a_paused_run(postgres_url: s
     store = await MemoryStore.open(postgres_url)
     try:
         async with open_runtime(
-            Settings(data_dir=tmp_path), tools=[CorpusTool()], memory_store=store, remember=False
+            Settings(data_dir=tmp_path, deep=UNCHECKED), tools=[CorpusTool()], memory_store=store, remember=False
         ) as runtime:
             paused = await (await runtime.deep_research()).research(
                 ResearchRequest(question="What is known about pooled testing?", user_id="ada", session_id="s")
@@ -58,7 +63,7 @@ async def test_another_process_decides_and_finishes_a_paused_run(postgres_url: s
         assert finished.status == "completed" and finished.report is not None
 
         async with open_runtime(
-            Settings(data_dir=tmp_path), tools=[CorpusTool()], memory_store=store, remember=False
+            Settings(data_dir=tmp_path, deep=UNCHECKED), tools=[CorpusTool()], memory_store=store, remember=False
         ) as runtime:
             seen_here = await (await runtime.deep_research()).get_research_run(paused.run_id, user_id="ada")
     finally:

@@ -33,6 +33,10 @@ QUESTION = "What is known about pooled testing?"
 
 
 def settings(tmp_path: Path, **deep: Any) -> Settings:
+    # The six-passage corpus answers nearly every query with the same passages: checked against it, a plan keeps one
+    # sub-question (tests/deep/test_plan_checks.py). These tests cut, reorder and time a plan of several, judged in
+    # the probe.
+    deep.setdefault("plan_checks", 0)
     return Settings(data_dir=tmp_path, deep=DeepResearchSettings(**deep))
 
 

@@ -48,8 +48,11 @@ class McpService:
 @contextmanager
 def mcp_service(data_dir: Path, tools: Sequence[Tool] | None, **service: Any) -> Iterator[McpService]:
     """The service (its own runtime over ``tools``; None: the built-in sources over the data folder's knowledge
-    base) on a free loopback port, with keys for ada and bob."""
+    base) on a free loopback port, with keys for ada and bob. Deep plans are judged in the probe: the six-passage
+    corpus answers nearly every query with the same passages, so checked against it a plan keeps one sub-question
+    (tests/deep/test_plan_checks.py), and these tests leave out items of a plan of several."""
     settings: Settings = service_settings(data_dir, **service)
+    settings = settings.model_copy(update={"deep": settings.deep.model_copy(update={"plan_checks": 0})})
     app = create_app(settings, tools=list(tools) if tools is not None else None)
     with live_server(app) as server:
         running = McpService(server, app)

@@ -29,6 +29,9 @@ SSE = {"Accept": "text/event-stream"}
 
 
 def deep_settings(tmp_path: Path, **deep: Any) -> Settings:
+    # The six-passage corpus answers nearly every query with the same passages: checked against it, a plan keeps one
+    # sub-question (tests/deep/test_plan_checks.py); these tests edit and cut a plan of several, judged in the probe.
+    deep.setdefault("plan_checks", 0)
     return Settings(data_dir=tmp_path, service=ServiceSettings(), deep=DeepResearchSettings(**deep))
 
 

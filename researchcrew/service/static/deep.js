@@ -148,6 +148,7 @@
     const box = el("div", "deep-plan");
     const plan = run.plan || { items: [], max_items: 0 };
     box.append(el("h3", "sources-title", `The research plan (at most ${plan.max_items} sub-questions)`));
+    if (plan.note) box.append(el("p", "deep-plan-note", plan.note));
     const list = el("ol", "deep-plan-items");
     const proposed = new Map(plan.items.map((item) => [item.id, item.question]));
 
