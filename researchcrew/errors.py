@@ -183,7 +183,8 @@ class DocumentNotFoundError(DocumentError):
 
 
 class DocumentForbiddenError(DocumentError):
-    """The user may not add documents to the collection named."""
+    """The user may not add documents to the collection named, or change (delete, reindex) a document they only
+    read: one of a shared collection that another member added."""
 
 
 class TableNotFoundError(ResearchCrewError):

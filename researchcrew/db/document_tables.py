@@ -3,7 +3,7 @@
 The file itself is kept in the data folder (``documents/<id>/<file name>``, so that a reindex can read it again and
 a citation names the file), its chunks are in Milvus under the source keys listed in the row. Its repository is
 ``knowledge/document_store.py``. ``collection`` is the collection the document belongs to (``user:<owner>`` by
-default); who may read it is decided in one place, ``knowledge.document_store.may_read_document``.
+default); who may read it is decided in one place, ``knowledge.document_store.readable_by``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import delete, or_, select
+from sqlalchemy import Select, delete, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
@@ -55,6 +55,15 @@ class CollectionInfo(BaseModel):
     created_at: datetime | None = Field(default=None, description="When it was made (named collections, UTC).")
 
 
+def named_readable(user_id: str) -> Select[str]:
+    """The names of the named collections ``user_id`` reads (owns or is a member of), as a query: ``readable`` runs
+    it, and the documents' listing uses it as a subquery (``document_store.readable_by``)."""
+    member = select(KbCollectionMemberRow.collection).where(KbCollectionMemberRow.user_id == user_id)
+    return select(KbCollectionRow.name).where(
+        or_(KbCollectionRow.owner_id == user_id, KbCollectionRow.name.in_(member))
+    )
+
+
 def check_member(user_id: str) -> str:
     if not MEMBER_PATTERN.match(user_id):
         raise CollectionError(f"{user_id!r} is not a valid user id for a member (1-256 characters, no commas)")
@@ -74,12 +83,7 @@ class CollectionsStore:
         if not user_id:
             return names
         async with self._read() as session:
-            member = select(KbCollectionMemberRow.collection).where(KbCollectionMemberRow.user_id == user_id)
-            rows = await session.execute(
-                select(KbCollectionRow.name).where(
-                    or_(KbCollectionRow.owner_id == user_id, KbCollectionRow.name.in_(member))
-                )
-            )
+            rows = await session.execute(named_readable(user_id))
             return [*names, *sorted(str(name) for name in rows.scalars())]
 
     async def may_store(self, user_id: str, collection: str) -> bool:

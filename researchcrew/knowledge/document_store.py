@@ -1,9 +1,15 @@
 """The documents users added over HTTP (table ``kb_documents``): the repository, and who may see what.
 
 A document belongs to one user (its owner) and one collection: the owner's private collection ``user:<owner>``
-unless the upload named another. ``may_read_document`` is the one place that decides who may list, read, delete or
-reindex a document; ``may_write_collection`` who may add to a collection. Today both know owners and private
-collections only; shared collections with members extend exactly these two functions.
+unless the upload named another. Who may do what is decided in three places, all here:
+
+* ``readable_by`` — who may list and read (GET, follow the events of) a document: its owner, and every user who
+  reads its collection (``shared``: everyone; ``user:<id>``: that user; a named one: its owner and members, as
+  ``collections_store.named_readable`` says). It is a SQL condition, asked in the same query as the rows, so a
+  member removed from a collection no longer lists its documents with the next request, and paging counts right.
+* ``changeable_by`` — who may delete or reindex it: its owner (the uploader), and the owner of the named collection
+  it is in (who may remove the whole collection anyway). Other readers are refused (403), non-readers told 404.
+* ``may_write_collection`` — who may add to a collection, when the service has no collections store.
 
 Open it on the memory store's engine: ``DocumentStore(store.engine)``. Every failure of the database is a
 ``MemoryStoreError`` naming the operation (``researchcrew.db.failures``).
@@ -18,13 +24,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from researchcrew.db.document_tables import DocumentRow
 from researchcrew.db.failures import guarded
+from researchcrew.db.models import KbCollectionRow
 from researchcrew.db.session import Sessions
-from researchcrew.errors import DocumentNotFoundError, DocumentQuotaError
+from researchcrew.errors import DocumentForbiddenError, DocumentNotFoundError, DocumentQuotaError
+from researchcrew.knowledge.access import implicit_readable
+from researchcrew.knowledge.collections_store import named_readable
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +72,20 @@ def private_collection(user_id: str) -> str:
     return f"{PRIVATE_PREFIX}{user_id}"
 
 
-def may_read_document(user_id: str, document: StoredDocument) -> bool:
-    """Whether ``user_id`` may list, read, delete or reindex ``document``: today its owner only.
-    (Members of a shared collection are added here, with the collections' membership, by the access branch.)"""
-    return document.owner == user_id
+def readable_by(user_id: str) -> ColumnElement[bool]:
+    """The documents ``user_id`` may list and read, as a condition on ``kb_documents``: their own, and those of
+    every collection they read (``shared``, their private one, the named ones they own or are a member of)."""
+    return or_(
+        DocumentRow.owner == user_id,
+        DocumentRow.collection.in_(implicit_readable(user_id)),
+        DocumentRow.collection.in_(named_readable(user_id)),
+    )
+
+
+def changeable_by(user_id: str) -> ColumnElement[bool]:
+    """The documents ``user_id`` may delete or reindex: their own, and those in a named collection they own."""
+    owned = select(KbCollectionRow.name).where(KbCollectionRow.owner_id == user_id)
+    return or_(DocumentRow.owner == user_id, DocumentRow.collection.in_(owned))
 
 
 def may_write_collection(user_id: str, collection: str) -> bool:
@@ -145,23 +164,46 @@ class DocumentStore:
             row = await session.get(DocumentRow, document_id)
             return _record(row) if row is not None else None
 
+    @guarded("reading a document")
     async def get_for(self, user_id: str, document_id: str) -> StoredDocument:
         """The document, when ``user_id`` may read it; ``DocumentNotFoundError`` otherwise (missing or not theirs)."""
-        document = await self.get(document_id)
-        if document is None or not may_read_document(user_id, document):
+        async with self._read() as session:
+            query = select(DocumentRow).where(DocumentRow.id == document_id, readable_by(user_id))
+            row = (await session.execute(query)).scalar_one_or_none()
+        if row is None:
             raise DocumentNotFoundError(f"no document {document_id!r}")
-        return document
+        return _record(row)
+
+    @guarded("reading a document")
+    async def get_to_change(self, user_id: str, document_id: str) -> StoredDocument:
+        """The document, when ``user_id`` may delete or reindex it; ``DocumentForbiddenError`` when they only read
+        it, ``DocumentNotFoundError`` when they may not even read it (or it is missing)."""
+        async with self._read() as session:
+            query = select(DocumentRow, changeable_by(user_id)).where(
+                DocumentRow.id == document_id, readable_by(user_id)
+            )
+            found = (await session.execute(query)).one_or_none()
+        if found is None:
+            raise DocumentNotFoundError(f"no document {document_id!r}")
+        row, changeable = found
+        if not changeable:
+            raise DocumentForbiddenError(
+                f"document {document_id!r} is {row.owner}'s: only they (or the collection's owner) may change it"
+            )
+        return _record(row)
 
     @guarded("listing documents")
-    async def list_owned(
-        self, owner: str, *, limit: int, offset: int = 0, status: DocumentStatus | None = None
+    async def list_readable(
+        self, user_id: str, *, limit: int, offset: int = 0, status: DocumentStatus | None = None
     ) -> tuple[list[StoredDocument], int]:
-        """A page of ``owner``'s documents, newest first, and how many there are in all."""
-        condition = [DocumentRow.owner == owner]
+        """A page of the documents ``user_id`` may read (``readable_by``), newest first, and how many in all."""
+        condition = [readable_by(user_id)]
         if status is not None:
             condition.append(DocumentRow.status == status)
         async with self._read() as session:
-            total = int((await session.execute(select(func.count()).where(*condition))).scalar_one())
+            total = int(
+                (await session.execute(select(func.count()).select_from(DocumentRow).where(*condition))).scalar_one()
+            )
             rows = (
                 await session.execute(
                     select(DocumentRow)
@@ -210,7 +252,8 @@ __all__ = [
     "DocumentStatus",
     "DocumentStore",
     "StoredDocument",
-    "may_read_document",
+    "changeable_by",
     "may_write_collection",
     "private_collection",
+    "readable_by",
 ]

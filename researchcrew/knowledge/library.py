@@ -166,7 +166,7 @@ class Library:
     # Changing --------------------------------------------------------------------------------------------------
     async def delete(self, user_id: str, document_id: str) -> StoredDocument:
         """Remove the document's chunks from the knowledge base, its row and its file."""
-        document = await self.store.get_for(user_id, document_id)
+        document = await self.store.get_to_change(user_id, document_id)
         self._stop_ids.add(document_id)
         try:
             async with self._writer:
@@ -183,7 +183,7 @@ class Library:
 
     async def reindex(self, user_id: str, document_id: str) -> StoredDocument:
         """Ingest the stored file again (a document already queued or ingesting is left as it is)."""
-        document = await self.store.get_for(user_id, document_id)
+        document = await self.store.get_to_change(user_id, document_id)
         if document.status in ("queued", "ingesting"):
             return document
         updated = await self.store.update(document_id, status="queued", error=None)

@@ -330,3 +330,52 @@ async def test_an_uploaded_long_document_is_summarised_and_its_summaries_go_with
 
     assert (await client.delete(f"/v1/documents/{document['id']}", headers=ada)).status_code == 204
     assert await asyncio.to_thread(summaries.read, mine) == []
+
+
+async def test_members_of_a_shared_collection_list_and_read_its_documents(
+    service: ServiceHarness, client: httpx.AsyncClient
+) -> None:
+    """Issue 19 item 4: a named collection's documents are listed and read by its members (not only by whoever
+    uploaded them), deleted by the uploader or the collection's owner only; a member removed loses them at once."""
+    for name in ("carol", "olga"):
+        await service.add_user(name)
+    ada, bob, carol, olga = (service.auth(name) for name in ("ada", "bob", "carol", "olga"))
+    made = await client.post("/v1/collections", headers=olga, json={"name": "team-x", "members": ["ada", "bob"]})
+    assert made.status_code == 201, made.text
+    files = [("a.md", NOTES.encode(), "text/markdown"), ("b.txt", b"Mutation testing seeds faults.", "text/plain")]
+    shared = (await upload(client, ada, *files, collection="team-x")).json()["documents"]
+    private = (await upload(client, ada, ("mine.md", b"# Mine\n\nOnly ada's.", "text/markdown"))).json()
+    await service.app.state.service.library.wait_idle()
+    first = shared[0]["id"]
+
+    listed = (await client.get("/v1/documents", headers=bob)).json()
+    assert listed["total"] == 2 and {d["id"] for d in listed["documents"]} == {d["id"] for d in shared}
+    assert {(d["owner"], d["collection"]) for d in listed["documents"]} == {("ada", "team-x")}
+    page = (await client.get("/v1/documents", params={"limit": 1, "offset": 1}, headers=bob)).json()
+    assert page["total"] == 2 and len(page["documents"]) == 1 and page["next_offset"] is None
+    assert (await client.get("/v1/documents", headers=ada)).json()["total"] == 3
+    read = await client.get(f"/v1/documents/{first}", headers=bob)
+    assert read.status_code == 200 and read.json()["status"] == "ready"
+    private_id = private["documents"][0]["id"]
+    assert (await client.get(f"/v1/documents/{private_id}", headers=bob)).status_code == 404
+    for method, path in (("DELETE", f"/v1/documents/{first}"), ("POST", f"/v1/documents/{first}/reindex")):
+        refused = await client.request(method, path, headers=bob)
+        assert refused.status_code == 403, (method, refused.text)
+        assert (await client.request(method, path, headers=carol)).status_code == 404
+
+    assert (await client.get("/v1/documents", headers=carol)).json()["total"] == 0
+    assert (await client.get(f"/v1/documents/{first}", headers=carol)).status_code == 404
+
+    removed = await client.patch("/v1/collections/team-x/members", headers=olga, json={"remove": ["bob"]})
+    assert removed.status_code == 200, removed.text
+    assert (await client.get("/v1/documents", headers=bob)).json() == {
+        "documents": [],
+        "total": 0,
+        "limit": 50,
+        "offset": 0,
+        "next_offset": None,
+    }
+    assert (await client.get(f"/v1/documents/{first}", headers=bob)).status_code == 404
+
+    assert (await client.delete(f"/v1/documents/{first}", headers=olga)).status_code == 204  # the collection's owner
+    assert (await client.get("/v1/documents", headers=ada)).json()["total"] == 2

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from researchcrew.db.engine import create_engine, upgrade
-from researchcrew.errors import DocumentNotFoundError, DocumentQuotaError, KnowledgeBaseError
+from researchcrew.errors import DocumentForbiddenError, DocumentNotFoundError, DocumentQuotaError, KnowledgeBaseError
 from researchcrew.knowledge.collection import KnowledgeBase
+from researchcrew.knowledge.collections_store import CollectionsStore
 from researchcrew.knowledge.document_store import (
     DocumentStore,
     StoredDocument,
-    may_read_document,
     may_write_collection,
 )
 from tests.loopback.server import LoopbackServer, Reply, Request
@@ -66,14 +66,14 @@ async def test_the_repository_pages_updates_and_enforces_quotas(store: DocumentS
         await store.add([record("f", size=90)], max_documents=3, max_bytes=100)
     assert await store.get("d") is None and await store.get("f") is None  # all or nothing
 
-    page, total = await store.list_owned("ada", limit=1)
+    page, total = await store.list_readable("ada", limit=1)
     assert total == 2 and [d.id for d in page] == ["b"]  # newest first
-    page, _ = await store.list_owned("ada", limit=5, offset=1)
+    page, _ = await store.list_readable("ada", limit=5, offset=1)
     assert [d.id for d in page] == ["a"]
 
     ready = await store.update("a", status="ready", chunks=4)
     assert ready is not None and ready.finished_at is not None and ready.chunks == 4
-    assert [d.id for d in (await store.list_owned("ada", limit=5, status="ready"))[0]] == ["a"]
+    assert [d.id for d in (await store.list_readable("ada", limit=5, status="ready"))[0]] == ["a"]
     assert [d.id for d in await store.unfinished()] == ["b", "c"]
     assert (await store.get_for("ada", "a")).source_keys == ["/data/a.md"]
     with pytest.raises(DocumentNotFoundError):
@@ -82,10 +82,66 @@ async def test_the_repository_pages_updates_and_enforces_quotas(store: DocumentS
     assert await store.update("a", status="failed") is None
 
 
-def test_access_is_decided_in_one_place() -> None:
-    assert may_read_document("ada", record("a")) and not may_read_document("bob", record("a"))
+def test_who_may_write_without_a_collections_store() -> None:
     assert may_write_collection("ada", "user:ada") and not may_write_collection("bob", "user:ada")
     assert may_write_collection("bob", "team-x")
+
+
+@pytest.fixture
+async def stores(database: Database) -> AsyncIterator[tuple[DocumentStore, CollectionsStore]]:
+    engine = create_engine(database.url)
+    await upgrade(engine)
+    try:
+        yield DocumentStore(engine), CollectionsStore(engine)
+    finally:
+        await engine.dispose()
+
+
+async def test_who_may_list_read_and_change_a_document(stores: tuple[DocumentStore, CollectionsStore]) -> None:
+    """Issue 19 item 4, in the query itself: the owner and whoever reads the document's collection list and read
+    it (members of a named one, everyone for `shared`); the uploader and the collection's owner change it."""
+    store, collections = stores
+    await collections.create("team-x", members=["ada", "bob"], owner_id="olga")
+    await collections.create("team-y", members=["carol"])  # the operator's
+    documents = [
+        record("a1", collection="team-x", minutes=1),
+        record("a2", collection="team-x", minutes=2),
+        record("a3", minutes=3),  # ada's private one
+        record("b1", owner="bob", collection="team-x", minutes=4),
+        record("c1", owner="carol", collection="team-y", minutes=5),
+        record("s1", owner="ada", collection="shared", minutes=6),
+    ]
+    await store.add(documents, max_documents=10, max_bytes=1000)
+
+    async def ids(user: str, **page: Any) -> tuple[list[str], int]:
+        found, total = await store.list_readable(user, **{"limit": 10, **page})
+        return [document.id for document in found], total
+
+    assert await ids("bob") == (["s1", "b1", "a2", "a1"], 4)
+    assert await ids("bob", limit=2, offset=1) == (["b1", "a2"], 4)  # paged in the query: the total counts right
+    assert await ids("ada") == (["s1", "b1", "a3", "a2", "a1"], 5)
+    assert await ids("olga") == (["s1", "b1", "a2", "a1"], 4)  # the owner reads the collection
+    assert await ids("carol") == (["s1", "c1"], 2)
+    assert await ids("eve") == (["s1"], 1)
+    await store.update("a1", status="ready")
+    assert await ids("bob", status="ready") == (["a1"], 1)
+
+    assert (await store.get_for("bob", "a1")).owner == "ada"
+    for user, document_id in (("carol", "a1"), ("bob", "a3"), ("eve", "c1"), ("bob", "missing")):
+        with pytest.raises(DocumentNotFoundError):
+            await store.get_for(user, document_id)
+        with pytest.raises(DocumentNotFoundError):
+            await store.get_to_change(user, document_id)
+    assert (await store.get_to_change("ada", "a1")).id == "a1"
+    assert (await store.get_to_change("olga", "b1")).id == "b1"  # the collection's owner
+    for user, document_id in (("bob", "a1"), ("ada", "b1"), ("carol", "s1"), ("bob", "s1")):
+        with pytest.raises(DocumentForbiddenError, match="only they"):
+            await store.get_to_change(user, document_id)
+
+    await collections.change_members("team-x", remove=["bob"])
+    assert await ids("bob") == (["s1", "b1"], 2)  # at once; his own upload stays his
+    with pytest.raises(DocumentNotFoundError):
+        await store.get_for("bob", "a1")
 
 
 def page_route(request: Request) -> Reply:

@@ -5,7 +5,9 @@ whose content type says the format (``?filename=`` names it), or JSON ``{"urls":
 file is read by the loaders before anything is stored: a bad one answers 422 with the loader's reason (415 for a
 type no loader reads), a large one 413, and nothing of the request is kept. Accepted documents answer 202 and are
 ingested in the background; ``GET /v1/documents/{id}/events`` streams their progress. Who may see a document is
-decided by ``knowledge.document_store.may_read_document``: another user's document answers 404 like a missing one.
+decided by ``knowledge.document_store.readable_by`` (its owner, and whoever reads its collection: the members of a
+named shared one): any other user's document answers 404 like a missing one. Delete and reindex are the uploader's
+and the collection owner's (``changeable_by``); another reader is answered 403.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ RAW_SUFFIXES = {
 
 
 class DocumentInfo(BaseModel):
-    """A document of the knowledge base, as its owner sees it."""
+    """A document of the knowledge base, as a user who may read it sees it."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -195,7 +197,11 @@ async def add_documents(
     return Accepted(documents=[info(service, document) for document in stored])
 
 
-@router.get("/documents", response_model=DocumentList, summary="Your documents, newest first")
+@router.get(
+    "/documents",
+    response_model=DocumentList,
+    summary="The documents you may read (yours, and those of your collections), newest first",
+)
 async def list_documents(
     service: Service,
     user: CurrentUser,
@@ -204,7 +210,7 @@ async def list_documents(
     status: DocumentStatus | None = None,
 ) -> DocumentList:
     with document_problems():
-        documents, total = await service.library.store.list_owned(
+        documents, total = await service.library.store.list_readable(
             user.user_id, limit=limit, offset=offset, status=status
         )
     following = offset + len(documents)
@@ -231,8 +237,8 @@ async def read_document(service: Service, user: CurrentUser, document_id: Docume
 @router.delete(
     "/documents/{document_id}",
     status_code=204,
-    responses=problem_responses(404),
-    summary="Delete a document and its chunks",
+    responses=problem_responses(403, 404),
+    summary="Delete a document and its chunks (its uploader, or its collection's owner)",
 )
 async def delete_document(service: Service, user: CurrentUser, document_id: DocumentId) -> Response:
     with document_problems(document_id):
@@ -244,8 +250,8 @@ async def delete_document(service: Service, user: CurrentUser, document_id: Docu
     "/documents/{document_id}/reindex",
     status_code=202,
     response_model=DocumentInfo,
-    responses=problem_responses(404),
-    summary="Ingest it again",
+    responses=problem_responses(403, 404),
+    summary="Ingest it again (its uploader, or its collection's owner)",
 )
 async def reindex_document(service: Service, user: CurrentUser, document_id: DocumentId) -> DocumentInfo:
     with document_problems(document_id):
