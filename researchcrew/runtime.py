@@ -24,7 +24,6 @@ answers something waiting in its session (a quick answer's clarifying questions,
 from __future__ import annotations
 
 import asyncio
-import importlib
 import inspect
 import logging
 import time
@@ -468,9 +467,6 @@ class Runtime:
         """The deep research API on this runtime. Paused runs live in the memory database (any process with the
         same database can resume them); a runtime without a memory store (``remember=False``) keeps them in this
         process only."""
-        # The runner brings crewAI's Flow (~3 s idle): imported on a worker thread, so a service's first deep run
-        # does not stall every other request on the event loop while it loads.
-        await asyncio.to_thread(importlib.import_module, "researchcrew.deep.runner")
         from researchcrew.deep.persistence import DeepRuns, InProcessDeepRuns
         from researchcrew.deep.runner import DeepResearch
         from researchcrew.deep.store import DeepRunStore

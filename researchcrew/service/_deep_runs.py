@@ -19,13 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
 from pydantic import Field
 
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun
 from researchcrew.contracts.request import ResearchRequest
+from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import (
     DeepResearchError,
     ResearchCrewError,
@@ -35,9 +36,6 @@ from researchcrew.service._questions import MessageRequest, service_problem, tra
 from researchcrew.service._state import ServiceState
 from researchcrew.service._streaming import cancel_and_wait, pump, sse
 from researchcrew.service._throttle import QuestionSlot
-
-if TYPE_CHECKING:  # crewAI (the deep runner's Flow, ~3 s) is imported by the first deep run, not by `serve`'s start
-    from researchcrew.deep.runner import DeepResearch
 
 logger = logging.getLogger(__name__)
 

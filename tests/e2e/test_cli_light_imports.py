@@ -82,30 +82,3 @@ def test_a_refused_and_an_unanswerable_question_stay_light_too(data_dir: Path) -
     for question, (probe, answer) in zip(questions, run_probe(data_dir, *questions), strict=True):
         assert probe == {"code": 0, "loaded": []}, question
         assert json.loads(answer)["answer_kind"] in ("refusal", "uncertainty", "clarification")
-
-
-SERVICE_PROBE = """
-import json, sys
-from researchcrew.service import create_app
-from researchcrew.settings import Settings
-app = create_app(Settings(data_dir=sys.argv[2]))
-paths = sorted(app.openapi()["paths"])  # resolves every route's annotations, too
-print(json.dumps({"loaded": sorted(m for m in sys.argv[1].split(",") if m in sys.modules), "paths": paths}))
-"""
-
-
-def test_the_service_app_is_built_without_crewai(tmp_path: Path) -> None:
-    """`researchcrew serve` builds every route, deep research's included, without importing crewAI (about 3 s idle,
-    37 s of an 80 s start at load 11): the deep runner's Flow comes in with the first deep run."""
-    done = subprocess.run(
-        [sys.executable, "-c", SERVICE_PROBE, "crewai,chromadb,litellm,lancedb", str(tmp_path / "d")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **offline_environment(tmp_path / "d")},
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    probe = json.loads(done.stdout.strip().splitlines()[-1])
-    assert probe["loaded"] == []
-    assert "/v1/deep-runs" in probe["paths"] and "/v1/deep-runs/{run_id}" in probe["paths"]
