@@ -9,6 +9,8 @@ from tests.jobs import crash_restart
 
 pytestmark = [*crash_restart.pytestmark, pytest.mark.postgres]
 
+arxiv = crash_restart.arxiv  # the slow loopback arXiv
+
 
 @pytest.fixture
 def database_url(postgres_url: str) -> str:

@@ -9,6 +9,8 @@ from tests.jobs import crash_restart
 
 pytestmark = crash_restart.pytestmark
 
+arxiv = crash_restart.arxiv  # the slow loopback arXiv
+
 
 @pytest.fixture
 def database_url(sqlite_url: str) -> str:
