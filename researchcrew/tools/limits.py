@@ -41,17 +41,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1]: the resource's key. ARGV[1]: interval in microseconds. Returns 0 (granted) or microseconds to wait.
+# KEYS[1]: the resource's key. ARGV[1]: interval in microseconds. Returns {0, the grant's server time in
+# microseconds} (granted) or {microseconds to wait, 0}.
 _PACE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
 local last = tonumber(redis.call('GET', KEYS[1]) or '-1')
 if last >= 0 and now < last + interval then
-  return last + interval - now
+  return {last + interval - now, 0}
 end
 redis.call('SET', KEYS[1], now, 'PX', math.floor(interval / 1000) + 1000)
-return 0
+return {0, now}
 """
 
 # KEYS[1]: the holders' sorted set. ARGV: capacity, lease in ms, holder token. Returns 1 (acquired) or 0.
@@ -80,16 +81,27 @@ class SharedPacer:
 
     def wait_turn(self) -> float:
         """Block until this process may send its request; returns the seconds waited."""
+        started = time.monotonic()
+        self.take_turn()
+        return time.monotonic() - started
+
+    def take_turn(self) -> int:
+        """Block until this process may send its request; returns the grant's time on the Redis server's clock
+        (microseconds since the epoch). Grants are spaced by at least the interval on that clock, the one that decides;
+        the caller's own clock may see a grant later than it was made (a thread not scheduled at once under load),
+        never earlier."""
         import redis
 
         started = time.monotonic()
         while True:
             try:
-                wait_us = int(self._script(keys=[self.key], args=[int(self.interval_s * 1_000_000)]))
+                wait_us, granted_us = (
+                    int(value) for value in self._script(keys=[self.key], args=[int(self.interval_s * 1_000_000)])
+                )
             except redis.RedisError as error:
                 raise ToolError("unreachable", f"cannot reach Redis for the shared request pacing: {error}") from error
             if wait_us <= 0:
-                return time.monotonic() - started
+                return granted_us
             if time.monotonic() - started > self.max_wait_s:
                 raise ToolError("timeout", f"waited {self.max_wait_s:g} s for a request slot ({self.key})")
             # A little jitter so that processes woken together do not ask at the same instant again.

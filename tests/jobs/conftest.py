@@ -48,12 +48,15 @@ def postgres_url(migrated_postgres_template: str) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def sqlite_url(tmp_path: Path, migrated_sqlite_file: Path) -> str:
+    """The job store on SQLite (a copy of the migrated file)."""
+    path = tmp_path / "memory.db"
+    shutil.copyfile(migrated_sqlite_file, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """The job store on SQLite and on PostgreSQL."""
-    if request.param == "sqlite":
-        path = tmp_path / "memory.db"
-        shutil.copyfile(request.getfixturevalue("migrated_sqlite_file"), path)
-        yield f"sqlite+aiosqlite:///{path}"
-        return
-    yield request.getfixturevalue("postgres_url")
+def database_url(request: pytest.FixtureRequest) -> str:
+    """The job store on SQLite and on PostgreSQL (a module of one backend overrides this with one of the two)."""
+    return str(request.getfixturevalue("sqlite_url" if request.param == "sqlite" else "postgres_url"))

@@ -122,7 +122,7 @@ def _tainted(value: Any) -> Any:
 
 def _taint(case: schemathesis.Case) -> schemathesis.Case:
     """A schema-valid case whose every string value (path, query, JSON body) holds a NUL. (Lone surrogates cannot
-    travel in a URL and schemathesis cannot encode them in a body: test_hostile_inputs.py sends those.)"""
+    travel in a URL and schemathesis cannot encode them in a body: hostile_inputs.py sends those.)"""
     case.path_parameters = _tainted(case.path_parameters)
     case.query = _tainted(case.query)
     if isinstance(case.body, dict | list | str):

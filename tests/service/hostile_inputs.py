@@ -12,13 +12,19 @@ parameter, every string anywhere in a JSON body, a raw body) one request carries
 
 One live server (uvicorn, as deployed) per backend and one keep-alive connection for all of it: a request that
 crashed the app would reset the connection under the next one, and that fails too.
+
+The tests are defined here and collected once per backend, each backend a module of its own
+(``test_hostile_inputs_sqlite.py``, ``test_hostile_inputs_postgresql.py``: ``service_on(backend)`` is its live
+service); the backend-free sweep check is collected by the SQLite module only. As one module (158 s) it was among
+the suite's longest, and pytest-xdist's ``--dist loadfile`` keeps a module on one process: as two, the halves run
+side by side.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +35,7 @@ from fastapi.routing import iter_route_contexts
 
 from researchcrew.service._app import create_app
 from researchcrew.settings import Settings
-from tests.service.backends import BACKENDS, LiveService, live_service
+from tests.service.backends import LiveService, live_service
 
 NUL = "x\u0000y"
 SURROGATE = "x\ud800y"
@@ -240,10 +246,15 @@ def test_the_sweep_covers_every_route_and_input() -> None:
     assert ("/v1/chat/completions", "body.messages.0.content") in locations
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
-    with live_service(tmp_path_factory.mktemp("hostile"), request.param, prefix="rc_hostile") as live:
-        yield live
+def service_on(backend: str) -> Callable[..., Iterator[LiveService]]:
+    """The ``service`` fixture of a module that sweeps ``backend`` ("sqlite" or "postgresql"): one app per module."""
+
+    @pytest.fixture(scope="module")
+    def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveService]:
+        with live_service(tmp_path_factory.mktemp("hostile"), backend, prefix="rc_hostile") as live:
+            yield live
+
+    return service
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,20 @@
+"""The hostile-input sweep (tests/service/hostile_inputs.py) against the service on PostgreSQL; its SQLite half is
+test_hostile_inputs_sqlite.py (a module each, so that pytest-xdist can run the two halves side by side)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.service import hostile_inputs
+
+pytestmark = pytest.mark.postgres
+
+service = hostile_inputs.service_on("postgresql")
+http = hostile_inputs.http
+
+test_every_route_refuses_every_hostile_input = hostile_inputs.test_every_route_refuses_every_hostile_input
+test_an_overlong_url_is_refused = hostile_inputs.test_an_overlong_url_is_refused
+test_a_deep_jsonl_line_is_a_422_and_the_connection_lives_on = (
+    hostile_inputs.test_a_deep_jsonl_line_is_a_422_and_the_connection_lives_on
+)
+test_a_nul_is_refused_alike_on_every_backend = hostile_inputs.test_a_nul_is_refused_alike_on_every_backend
