@@ -42,6 +42,7 @@ from researchcrew.contracts.request import ResearchRequest, ResponseOptions
 from researchcrew.contracts.synthesizer import FinalResponse
 from researchcrew.errors import ResearchCrewError
 from researchcrew.service._auth import CurrentUser
+from researchcrew.service._problems import problem_responses
 from researchcrew.service._questions import (
     EVENT_STREAM,
     answer_unless_disconnected,
@@ -101,6 +102,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         503: "The service is starting, stopping or cannot reach a store it needs.",
     }.items()
 }
+_ERRORS.update(problem_responses(413))  # the body limit answers before any route reads the body: problem+json
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIRoute, responses=_ERRORS)
 
