@@ -373,6 +373,7 @@ async def _plan_runs(
             "facts_covered": f"{len(facts)}/{len(script['facts'])}",
             "coverage": round(len(facts) / len(script["facts"]), 3),
             "facts_added": sorted(set(facts) - set(before_facts)),
+            "facts_lost": sorted(set(before_facts) - set(facts)),  # quoted without following, not with it
             "quality_overall": report.quality[-1].overall,
         }
     return {"sub_questions": plan, "runs": rows}

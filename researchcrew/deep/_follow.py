@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
 TITLE_MATCH = 0.75
+PASSAGES_PER_DOCUMENT = 3  # passages a scoped search reads of a document a title or DOI names
 
 
 @dataclass(frozen=True)
@@ -385,7 +386,7 @@ class ReferenceFollower:
         scoped_key = f"passages:{document.source_id}:{sub_question}"
         if scoped_key not in self._cache:
             passages, _ = await self._knowledge(
-                sub_question, timeout_s, num_results=3, filters={"doc_ids": [document.source_id]}
+                sub_question, timeout_s, num_results=PASSAGES_PER_DOCUMENT, filters={"doc_ids": [document.source_id]}
             )
             found = tuple(passages) if passages else (document,)
             self._cache[scoped_key] = Resolution(found, named.reason, scoped=bool(passages))
@@ -396,7 +397,7 @@ class ReferenceFollower:
         if key in self._cache:
             return self._cache[key]
         passages, failure = await self._knowledge(
-            sub_question, timeout_s, num_results=3, filters={"metadata": {"doi": doi}}
+            sub_question, timeout_s, num_results=PASSAGES_PER_DOCUMENT, filters={"metadata": {"doi": doi}}
         )
         if passages:
             resolution = Resolution(tuple(passages), f"knowledge-base document with DOI {doi}", scoped=True)

@@ -22,6 +22,7 @@ import pytest
 from researchcrew.contracts.deep import DeepOptions, DeepReport, PlanChoice, PlanDecision
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.data import demo_corpus_path, reference_corpus_path
+from researchcrew.deep._follow import PASSAGES_PER_DOCUMENT
 from researchcrew.deep.export import FORMATS, export_report
 from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge.collection import KnowledgeBase
@@ -52,6 +53,21 @@ def test_the_shipped_arxiv_responses_are_the_demo_corpus_records_of_the_cited_pa
         assert json.loads(path.read_text(encoding="utf-8")) == recording_for(records[path.stem.removeprefix("id_")])
     cited = set(re.findall(r"arXiv:(\d{4}\.\d{5})", " ".join(p.read_text() for p in (CORPUS / "documents").iterdir())))
     assert cited == {path.stem.removeprefix("id_") for path in shipped}  # every cited paper is served, no other
+
+
+def test_the_corpus_has_a_round_that_can_only_bring_passages_of_a_document_already_read() -> None:
+    """The convergence the end-to-end run shows must not hang on scores (ATTRIBUTION): for the quarantine question
+    the policy's first round reads the rerun report, whose only reference names the handbook, already in the
+    evidence; its title look-up reads every passage of the handbook, so that round adds no new source whichever
+    passages rank first, and the rerun report, silent on quarantine, is not in that question's first evidence."""
+    documents = CORPUS / "documents"
+    handbook = (documents / "flaky-tests-handbook.md").read_text(encoding="utf-8")
+    rerun = (documents / "rerun-budgets.md").read_text(encoding="utf-8").split("---", 2)[2]
+    policy = (documents / "quarantine-policy.md").read_text(encoding="utf-8")
+    assert len(re.findall(r"^## ", handbook, re.MULTILINE)) <= PASSAGES_PER_DOCUMENT
+    assert "quarantined" in SCRIPT["plan"][2] and "quarantin" not in rerun.lower()
+    assert "“Rerun budgets for flaky test detection”" in policy
+    assert re.findall(r"“([^”]+)”|doi:|arXiv:", rerun) == ["Flaky tests: the Harbor CI handbook"]
 
 
 def test_the_loopback_arxiv_answers_an_id_list_from_each_ids_recording(fixtures_dir: Path) -> None:
@@ -150,7 +166,7 @@ async def test_following_references_adds_cited_sources_two_deep_until_a_round_br
     assert any(r.target == "1906.00673" for r in second)
     assert "Empirical Analysis of Factors and their Effect on Test Flakiness" in " ".join(cited_titles(report))
     # Convergence: a round that only brought more of documents already read stopped following before the depth
-    # limit (3) did.
+    # limit (3) did (the quarantine question: policy → rerun report → the handbook it already had).
     converged = [r for r in report.references if r.reason.startswith("convergence: depth")]
     assert converged and all(r.outcome == "skipped" and r.depth <= 3 for r in converged)
     for position, sub in enumerate(report.sub_questions, start=1):
