@@ -435,6 +435,28 @@ class CollectionStore:
             )
         )
 
+    def search_companion(
+        self, name: str, vector: Sequence[float], *, limit: int, expression: str, fields: Sequence[str], operation: str
+    ) -> list[tuple[dict[str, Any], float]]:
+        """Cosine hits in a companion collection of this store (annotations, summaries): (entity, score), best
+        first."""
+        params = schema.dense_search_params(lite=self.lite, limit=limit)
+        result = self._call(
+            operation,
+            lambda c, **kw: c.search(
+                name,
+                data=[list(vector)],
+                anns_field=schema.DENSE,
+                limit=limit,
+                filter=expression,
+                output_fields=list(fields),
+                search_params=params,
+                **kw,
+            ),
+        )
+        hits = list(result[0]) if result else []
+        return [(hit.get("entity", hit), float(hit["distance"])) for hit in hits]
+
     def search_dense(self, vector: list[float], limit: int, expression: str) -> list[dict[str, Any]]:
         params = schema.dense_search_params(lite=self.lite, limit=limit)
         return self._search(schema.DENSE, [vector], limit, expression, params)

@@ -508,26 +508,18 @@ class AnnotationIndex:
         if not collections:
             return []
         self._ensure()
-        params = schema.dense_search_params(lite=self.store.lite, limit=limit)
-        result = self.store.call(
-            "search annotations",
-            lambda c, **kw: c.search(
-                self.name,
-                data=[list(vector)],
-                anns_field=schema.DENSE,
-                limit=limit,
-                filter=self._scope(collections),
-                output_fields=_FIELDS,
-                search_params=params,
-                **kw,
-            ),
+        hits = self.store.search_companion(
+            self.name,
+            vector,
+            limit=limit,
+            expression=self._scope(collections),
+            fields=_FIELDS,
+            operation="search annotations",
         )
-        hits = list(result[0]) if result else []
         found: list[StoredAnnotation] = []
-        for hit in hits:
-            entity = hit.get("entity", hit)
+        for entity, score in hits:
             stored = _stored(entity)
-            stored.score = float(hit["distance"])
+            stored.score = score
             found.append(stored)
         return found
 

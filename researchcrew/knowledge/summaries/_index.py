@@ -367,22 +367,15 @@ class SummaryIndex:
         """Summaries nearest ``vector`` (cosine) in ``collections``, best first."""
         if not collections or not self._open(create=False):
             return []
-        params = schema.dense_search_params(lite=self.store.lite, limit=limit)
-        result = self.store.call(
-            "search summaries",
-            lambda c, **kw: c.search(
-                self.name,
-                data=[list(vector)],
-                anns_field=schema.DENSE,
-                limit=limit,
-                filter=self._in(collections),
-                output_fields=_FIELDS,
-                search_params=params,
-                **kw,
-            ),
+        hits = self.store.search_companion(
+            self.name,
+            vector,
+            limit=limit,
+            expression=self._in(collections),
+            fields=_FIELDS,
+            operation="search summaries",
         )
-        hits = list(result[0]) if result else []
-        return [_hit(hit.get("entity", hit), float(hit["distance"])) for hit in hits]
+        return [_hit(entity, score) for entity, score in hits]
 
     @staticmethod
     def _in(collections: Sequence[str]) -> str:
