@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -144,8 +145,10 @@ def build_schema(dimension: int) -> Any:
     return schema
 
 
-def build_index_params(client: Any, *, lite: bool) -> Any:
-    """Exact cosine search on Milvus Lite (brute force is fast at knowledge-base sizes), HNSW on a server."""
+def dense_index_params(client: Any, *, lite: bool, filtered: Sequence[str]) -> Any:
+    """Exact cosine search on Milvus Lite (brute force is fast at knowledge-base sizes), HNSW and inverted indexes on
+    the ``filtered`` scalar fields on a server (Lite refuses scalar indexes on some types): for the chunks and their
+    companion collections (annotations, summaries) alike."""
     params = client.prepare_index_params()
     if lite:
         params.add_index(field_name=DENSE, index_type="FLAT", metric_type="COSINE")
@@ -153,8 +156,14 @@ def build_index_params(client: Any, *, lite: bool) -> Any:
         params.add_index(
             field_name=DENSE, index_type="HNSW", metric_type="COSINE", params={"M": 16, "efConstruction": 200}
         )
-        for name in (DOC_ID, SOURCE_KEY, SOURCE, DATE):
+        for name in filtered:
             params.add_index(field_name=name, index_type="INVERTED")
+    return params
+
+
+def build_index_params(client: Any, *, lite: bool) -> Any:
+    """The chunks' indexes: ``dense_index_params`` plus BM25 over the analysed text."""
+    params = dense_index_params(client, lite=lite, filtered=(DOC_ID, SOURCE_KEY, SOURCE, DATE))
     params.add_index(
         field_name=SPARSE,
         index_type="SPARSE_INVERTED_INDEX",

@@ -56,7 +56,7 @@ from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
 from researchcrew.contracts.tables import RouteDecision, StructuredRequest, TableRow
 from researchcrew.llm.usage import UsageMeter
-from researchcrew.pipeline._assessment import assess_answer, band, uncertainty_reason
+from researchcrew.pipeline._assessment import AnswerAssessment, assess_answer, band, uncertainty_reason
 from researchcrew.pipeline._guard import check_question
 from researchcrew.pipeline._long_text import with_long_text
 from researchcrew.pipeline._routing import Flow, listen, or_, router, start
@@ -677,17 +677,7 @@ class ResearchFlow(Flow):
         matches with provenance, not how similar the passages are to the question."""
         run = _require(self._structured, "a structured run")
         assessment = table_assessment(_require(run.outcome, "a structured outcome"), self._stages.confidence)
-        caveats = [caveat for caveat in response.caveats if not caveat.startswith("Confidence is ")]
-        if assessment.caveat is not None:
-            caveats.append(assessment.caveat)
-        return response.model_copy(
-            update={
-                "confidence": assessment.confidence,
-                "confidence_level": assessment.level,
-                "final_reason": assessment.reason,
-                "caveats": caveats,
-            }
-        )
+        return _with_assessment(response, assessment)
 
     def _assessed(self, response: FinalResponse) -> FinalResponse:
         """The written answer with its confidence computed over the evidence it cites (pipeline/_assessment.py):
@@ -700,18 +690,7 @@ class ResearchFlow(Flow):
             self._contradictions(response),
             self._stages.confidence,
         )
-        stale = ("Confidence is ",)  # the synthesizer's own band note is replaced by the one for this band
-        caveats = [caveat for caveat in response.caveats if not caveat.startswith(stale)]
-        if assessment.caveat is not None:
-            caveats.append(assessment.caveat)
-        return response.model_copy(
-            update={
-                "confidence": assessment.confidence,
-                "confidence_level": assessment.level,
-                "final_reason": assessment.reason,
-                "caveats": caveats,
-            }
-        )
+        return _with_assessment(response, assessment)
 
     @listen(or_(check_citations, explain_uncertainty, ask_clarification))
     async def store_memory(self) -> None:
@@ -850,6 +829,22 @@ def _require(value: _T | None, what: str) -> _T:
     if value is None:
         raise RuntimeError(f"ResearchFlow reached a stage without {what}; the routing is broken")
     return value
+
+
+def _with_assessment(response: FinalResponse, assessment: AnswerAssessment) -> FinalResponse:
+    """``response`` with an assessment's confidence, level, reason and caveat (the synthesizer's own "Confidence
+    is ..." band note is replaced by the one for this band)."""
+    caveats = [caveat for caveat in response.caveats if not caveat.startswith("Confidence is ")]
+    if assessment.caveat is not None:
+        caveats.append(assessment.caveat)
+    return response.model_copy(
+        update={
+            "confidence": assessment.confidence,
+            "confidence_level": assessment.level,
+            "final_reason": assessment.reason,
+            "caveats": caveats,
+        }
+    )
 
 
 __all__ = ["ResearchFlow", "ResearchState", "run_question"]

@@ -227,18 +227,9 @@ class AnnotationIndex:
                     max_length=TERM_BYTES,
                 )
                 built.add_field(schema.DENSE, DataType.FLOAT_VECTOR, dim=dimension)
-                params = client.prepare_index_params()
-                if lite:
-                    params.add_index(field_name=schema.DENSE, index_type="FLAT", metric_type="COSINE")
-                else:
-                    params.add_index(
-                        field_name=schema.DENSE,
-                        index_type="HNSW",
-                        metric_type="COSINE",
-                        params={"M": 16, "efConstruction": 200},
-                    )
-                    for field_name in (schema.SOURCE_KEY, schema.DOC_ID, KIND, LABELS, DAY, TERMS):
-                        params.add_index(field_name=field_name, index_type="INVERTED")
+                params = schema.dense_index_params(
+                    client, lite=lite, filtered=(schema.SOURCE_KEY, schema.DOC_ID, KIND, LABELS, DAY, TERMS)
+                )
                 client.create_collection(
                     name, schema=built, index_params=params, consistency_level="Strong", timeout=timeout
                 )

@@ -158,18 +158,7 @@ class SummaryIndex:
                 built.add_field(schema.TEXT, DataType.VARCHAR, max_length=65535)
                 built.add_field(PROPERTIES, DataType.JSON)
                 built.add_field(schema.DENSE, DataType.FLOAT_VECTOR, dim=dimension)
-                params = client.prepare_index_params()
-                if lite:
-                    params.add_index(field_name=schema.DENSE, index_type="FLAT", metric_type="COSINE")
-                else:
-                    params.add_index(
-                        field_name=schema.DENSE,
-                        index_type="HNSW",
-                        metric_type="COSINE",
-                        params={"M": 16, "efConstruction": 200},
-                    )
-                    for name in (GROUP, schema.SOURCE_KEY, KIND):
-                        params.add_index(field_name=name, index_type="INVERTED")
+                params = schema.dense_index_params(client, lite=lite, filtered=(GROUP, schema.SOURCE_KEY, KIND))
                 client.create_collection(
                     self.name, schema=built, index_params=params, consistency_level="Strong", timeout=timeout
                 )
