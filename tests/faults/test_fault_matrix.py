@@ -14,7 +14,7 @@ The tools are the real ones, driving their real client libraries:
 
 HTTP faults are replies of the loopback servers: a hang is a reply delayed past the client's timeout; 429 carries
 ``Retry-After: 30``; malformed is a truncated JSON body / a page that is not an Atom feed; refused is a port where
-nothing listens; slow is a normal reply 0.4 s late (inside the 1.5 s source timeout); empty is the service's real
+nothing listens; slow is a normal reply 0.4 s late (well inside the source timeout); empty is the service's real
 empty answer; oversized is a body over the source's 1 MB limit (``max_response_mb``).
 
 Milvus speaks gRPC, not HTTP, so for **rag** the faults that need a misbehaving server are injected at the client
@@ -69,7 +69,14 @@ from tests.loopback.server import LoopbackServer, Reply, Request, closed_port
 from tests.loopback.zep import FakeZep
 
 QUESTION = "What is metamorphic testing?"
-SOURCE_TIMEOUT_S = 1.5
+# A hang is recognised by the clock, so its timeouts are short: the answer must come back near them. Every other
+# fault must be recognised by its nature (a status, a size, a parse error) before any clock runs out, at load
+# average 10 too: the oversized reply is read up to its 1 MB cap, which took over 1 s on a loaded CI machine and was
+# then reported as a timeout. So those cases get timeouts that only a real hang would reach.
+HANG_SOURCE_TIMEOUT_S = 1.5
+HANG_CLIENT_TIMEOUT_S = 1.0
+FAULT_SOURCE_TIMEOUT_S = 4.5
+FAULT_CLIENT_TIMEOUT_S = 4.0
 DEADLINE_S = 6.0
 MARGIN_S = 2.0  # a functional bound: the answer comes back near the deadline, not after a hang
 SLOW_S = 0.4
@@ -122,14 +129,15 @@ def web_tool(fault: str, fixtures: Path, _: Any) -> Iterator[Tool]:
     fake = FirecrawlFake(fixtures / "firecrawl")
     if fault == "refused":
         url = f"http://127.0.0.1:{closed_port()}"
-        yield WebSearchTool(_firecrawl(url))
+        yield WebSearchTool(_firecrawl(url, fault))
         return
     with LoopbackServer(_web_route(fault, fake)) as server:
-        yield WebSearchTool(_firecrawl(server.url))
+        yield WebSearchTool(_firecrawl(server.url, fault))
 
 
-def _firecrawl(url: str) -> FirecrawlSettings:
-    return FirecrawlSettings(api_key="fc-test-key", api_url=url, timeout_s=1.0, max_response_mb=LIMIT_MB)  # type: ignore[arg-type]
+def _firecrawl(url: str, fault: str) -> FirecrawlSettings:
+    timeout_s = client_timeout_s(fault)
+    return FirecrawlSettings(api_key="fc-test-key", api_url=url, timeout_s=timeout_s, max_response_mb=LIMIT_MB)  # type: ignore[arg-type]
 
 
 # ---- arxiv: the arxiv package against the loopback arXiv API -------------------------------------------------------
@@ -161,7 +169,7 @@ def arxiv_tool(fault: str, fixtures: Path, _: Any) -> Iterator[Tool]:
             api_url=f"{url}/api/query",
             min_interval_s=0,
             num_retries=0,
-            timeout_s=1.0,
+            timeout_s=client_timeout_s(fault),
             cache_ttl_s=0,
             max_response_mb=LIMIT_MB,
         )
@@ -204,7 +212,7 @@ def _zep_fault(fault: str) -> Callable[[Request], Reply | None]:
 @contextmanager
 def memory_tool(fault: str, fixtures: Path, shared: dict[str, Any]) -> Iterator[Tool]:
     def build(url: str) -> tuple[ZepMemory, MemoryTool]:
-        zep = ZepMemory(ZepSettings(api_url=url, api_key="test-key", timeout_s=1.0, max_response_mb=LIMIT_MB))  # type: ignore[arg-type]
+        zep = ZepMemory(ZepSettings(api_url=url, api_key="test-key", timeout_s=client_timeout_s(fault), max_response_mb=LIMIT_MB))  # type: ignore[arg-type]
         return zep, MemoryTool(zep)
 
     if fault == "refused":
@@ -256,9 +264,8 @@ class FaultyMilvusClient:
 @contextmanager
 def rag_tool(fault: str, fixtures: Path, shared: dict[str, Any]) -> Iterator[Tool]:
     if fault == "refused":
-        settings = _settings(
-            shared["tmp"] / "refused", milvus=MilvusSettings(uri=f"http://127.0.0.1:{closed_port()}", timeout_s=1.0)
-        )
+        milvus = MilvusSettings(uri=f"http://127.0.0.1:{closed_port()}", timeout_s=client_timeout_s(fault))
+        settings = _settings(shared["tmp"] / "refused", fault, milvus=milvus)
         refused = KnowledgeBase(settings, embedder=shared["embedder"])
         yield RAGTool(refused)
         refused.close()
@@ -286,11 +293,17 @@ BUILDERS: dict[str, Callable[[str, Path, dict[str, Any]], AbstractContextManager
 }
 
 
-def _settings(data_dir: Path, **fields: Any) -> Settings:
+def client_timeout_s(fault: str) -> float:
+    """The timeout of a source's own client (HTTP, gRPC) in the case of ``fault``."""
+    return HANG_CLIENT_TIMEOUT_S if fault == "hang" else FAULT_CLIENT_TIMEOUT_S
+
+
+def _settings(data_dir: Path, fault: str = "hang", **fields: Any) -> Settings:
+    source_timeout_s = HANG_SOURCE_TIMEOUT_S if fault == "hang" else FAULT_SOURCE_TIMEOUT_S
     return Settings(
         data_dir=data_dir,
         embedding=EmbeddingSettings(cache_dir=MODEL_CACHE_DIR),
-        retrieval=RetrievalSettings(timeout_per_source_s=SOURCE_TIMEOUT_S, run_deadline_s=DEADLINE_S),
+        retrieval=RetrievalSettings(timeout_per_source_s=source_timeout_s, run_deadline_s=DEADLINE_S),
         **fields,
     )
 
@@ -329,7 +342,7 @@ async def test_the_answer_comes_back_and_the_fault_is_reported(
     tool_name: str, fault: str, shared: dict[str, Any], fixtures_dir: Path, tmp_path: Path
 ) -> None:
     RESULTS[(tool_name, fault)] = (False, "error")
-    settings = _settings(tmp_path)
+    settings = _settings(tmp_path, fault)
     shared["closers"] = []
     try:
         with BUILDERS[tool_name](fault, fixtures_dir, shared) as tool:
