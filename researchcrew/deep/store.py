@@ -26,7 +26,7 @@ from sqlalchemy import and_, insert, or_, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from researchcrew.db.failures import store_failure
+from researchcrew.db.failures import store_failure, to_the_end
 from researchcrew.db.models import DeepRunRow
 from researchcrew.db.session import Sessions
 
@@ -67,13 +67,14 @@ _Method = Callable[Concatenate["DeepRunStore", P], Coroutine[Any, Any, T]]
 
 
 def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Database failures become ``MemoryStoreError`` naming the operation."""
+    """Database failures become ``MemoryStoreError`` naming the operation; the operation runs to its end when its
+    caller is cancelled (``db.failures.to_the_end``)."""
 
     def decorate(method: _Method[P, T]) -> _Method[P, T]:
         @functools.wraps(method)
         async def wrapper(store: DeepRunStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
             try:
-                return await method(store, *args, **kwargs)
+                return await to_the_end(method(store, *args, **kwargs))
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("deep run store %s failed: %s", operation, error)
                 raise store_failure(f"deep run store {operation}", error) from error

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -276,16 +275,13 @@ class QuestionExecutor:
 
 
 async def _despite_cancellation(work: Awaitable[None]) -> None:
-    """Finish ``work`` even if the caller is cancelled again meanwhile (a stopping process cancels its tasks
-    more than once); the caller re-raises its own cancellation afterwards."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        # Cancelled again: keep waiting for the work. The work's own failure: logged below, never raised over
-        # the caller's cancellation (it used to escape and end the run's task with the store's error).
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.shield(task)
-    if task.exception() is not None:
-        logger.warning("could not give a question back (its lease runs out instead): %s", task.exception())
+    """Give a question back while the process stops. The store finishes the write whatever cancellations arrive
+    meanwhile (``db.failures.to_the_end``); its failure is logged, never raised over the caller's cancellation (it
+    used to escape and end the run's task with the store's error): the question's lease runs out instead."""
+    try:
+        await work
+    except MemoryStoreError as error:
+        logger.warning("could not give a question back (its lease runs out instead): %s", error)
 
 
 def _last_outcome(state: RetryCallState) -> ItemOutcome:

@@ -36,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.synthesizer import FinalResponse
+from researchcrew.db.failures import to_the_end
 from researchcrew.db.job_tables import JobRow, RunItemRow, RunRow
 from researchcrew.db.session import Sessions
 from researchcrew.errors import JobConflictError, JobNotFoundError, MemoryStoreError
@@ -135,13 +136,15 @@ _Method = Callable[Concatenate["JobStore", P], Coroutine[Any, Any, T]]
 
 
 def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Database failures become ``MemoryStoreError`` naming the operation (job errors pass through)."""
+    """Database failures become ``MemoryStoreError`` naming the operation (job errors pass through); the operation
+    runs to its end when its caller is cancelled (``db.failures.to_the_end``: a cut transaction keeps SQLite
+    locked)."""
 
     def decorate(method: _Method[P, T]) -> _Method[P, T]:
         @functools.wraps(method)
         async def wrapper(store: JobStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
             try:
-                return await method(store, *args, **kwargs)
+                return await to_the_end(method(store, *args, **kwargs))
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("job store %s failed: %s", operation, error)
                 raise MemoryStoreError(f"job store {operation} failed: {type(error).__name__}: {error}") from error

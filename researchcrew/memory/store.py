@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from researchcrew.blocking import BlockingPool
 from researchcrew.db import session as db_session
 from researchcrew.db.engine import Reader, create_engine, dialect_insert, upgrade
-from researchcrew.db.failures import store_failure
+from researchcrew.db.failures import store_failure, to_the_end
 from researchcrew.db.models import (
     AnswerTableRow,
     ChatSessionRow,
@@ -112,14 +112,17 @@ def _utcnow() -> datetime:
 _Method = Callable[Concatenate["MemoryStore", P], Coroutine[Any, Any, T]]
 
 
-def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Turn database failures into ``MemoryStoreError`` naming the operation (the cause stays chained)."""
+def _guarded(operation: str, *, finish_when_cancelled: bool = True) -> Callable[[_Method[P, T]], _Method[P, T]]:
+    """Turn database failures into ``MemoryStoreError`` naming the operation (the cause stays chained). The
+    operation runs to its end when its caller is cancelled (``db.failures.to_the_end``), except reads on an
+    answer's deadline (``finish_when_cancelled=False``), which hold no lock and must stop at a source timeout."""
 
     def decorate(method: _Method[P, T]) -> _Method[P, T]:
         @functools.wraps(method)
         async def wrapper(store: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            work = method(store, *args, **kwargs)
             try:
-                return await method(store, *args, **kwargs)
+                return await (to_the_end(work) if finish_when_cancelled else work)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("memory store %s failed on %s: %s", operation, store.backend, error)
                 raise store_failure(f"memory store {operation}", error) from error
@@ -369,13 +372,13 @@ class MemoryStore:
     async def _exchange(self, response_id: str) -> ExchangeRecord | None:
         return await self._reader(exchanges.by_response_id, response_id)
 
-    @_guarded("history")
+    @_guarded("history", finish_when_cancelled=False)
     async def history(self, *, user_id: str, session_id: str | None, limit: int = 20) -> list[ExchangeRecord]:
         """The latest ``limit`` exchanges of the session (of all the user's sessions when None), oldest first."""
         return await self._reader(exchanges.latest, user_id, session_id, limit)
 
     # ---- sessions ------------------------------------------------------------------------------------------
-    @_guarded("session_summary")
+    @_guarded("session_summary", finish_when_cancelled=False)
     async def session_summary(self, *, user_id: str, session_id: str) -> SessionSummary | None:
         """The session's rolling summary, or None when none was stored yet (one primary-key read)."""
         async with self._read() as session:
@@ -392,14 +395,14 @@ class MemoryStore:
                 session, user_id=user_id, session_id=session_id, update_fn=update, now=_utcnow()
             )
 
-    @_guarded("last_session")
+    @_guarded("last_session", finish_when_cancelled=False)
     async def last_session(self, *, user_id: str) -> str | None:
         """The session of the user's most recently asked, remembered question (what ``ask --continue`` continues)."""
         async with self._read() as session:
             return await session_store.last_session(session, user_id=user_id)
 
     # ---- recall --------------------------------------------------------------------------------------------
-    @_guarded("recall")
+    @_guarded("recall", finish_when_cancelled=False)
     async def recall(
         self,
         *,
@@ -508,14 +511,14 @@ class MemoryStore:
                 session, user_id=user_id, relations=relations, response_id=response_id, now=_utcnow()
             )
 
-    @_guarded("entities")
+    @_guarded("entities", finish_when_cancelled=False)
     async def entities(self, *, user_id: str, query_text: str | None = None, limit: int = 20) -> list[EntityRecord]:
         """The user's entities, most mentioned first; with ``query_text``, only those it names (then those
         sharing a word with it)."""
         async with self._read() as session:
             return await graph_store.entities(session, user_id=user_id, query_text=query_text, limit=limit)
 
-    @_guarded("relationships")
+    @_guarded("relationships", finish_when_cancelled=False)
     async def relationships(self, *, user_id: str, entity_name: str | None = None) -> list[RelationshipRecord]:
         """Every relation as recorded (no inverse links); with ``entity_name``, all links from that entity,
         inverse ones included."""
@@ -523,7 +526,7 @@ class MemoryStore:
             return await graph_store.relationships(session, user_id=user_id, entity_name=entity_name)
 
     # ---- preferences ---------------------------------------------------------------------------------------
-    @_guarded("get_preferences")
+    @_guarded("get_preferences", finish_when_cancelled=False)
     async def get_preferences(self, *, user_id: str) -> StoredPreferences:
         """The user's stored preferences and counters (defaults when nothing was saved)."""
         async with self._read() as session:
@@ -628,13 +631,13 @@ class MemoryStore:
                 now=_utcnow(),
             )
 
-    @_guarded("answer_table")
+    @_guarded("answer_table", finish_when_cancelled=False)
     async def answer_table(self, *, user_id: str, session_id: str, table_id: str) -> StoredAnswerTable | None:
         """The table ``table_id`` of the user's session; None when there is none (or it is another's)."""
         async with self._read() as session:
             return await answer_tables.one(session, user_id=user_id, session_id=session_id, table_id=table_id)
 
-    @_guarded("last_answer_table")
+    @_guarded("last_answer_table", finish_when_cancelled=False)
     async def last_answer_table(self, *, user_id: str, session_id: str) -> StoredAnswerTable | None:
         """The session's latest answer table, if any."""
         async with self._read() as session:

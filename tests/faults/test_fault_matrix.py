@@ -212,7 +212,10 @@ def _zep_fault(fault: str) -> Callable[[Request], Reply | None]:
 @contextmanager
 def memory_tool(fault: str, fixtures: Path, shared: dict[str, Any]) -> Iterator[Tool]:
     def build(url: str) -> tuple[ZepMemory, MemoryTool]:
-        zep = ZepMemory(ZepSettings(api_url=url, api_key="test-key", timeout_s=client_timeout_s(fault), max_response_mb=LIMIT_MB))  # type: ignore[arg-type]
+        settings = ZepSettings(
+            api_url=url, api_key="test-key", timeout_s=client_timeout_s(fault), max_response_mb=LIMIT_MB
+        )  # type: ignore[arg-type]
+        zep = ZepMemory(settings)
         return zep, MemoryTool(zep)
 
     if fault == "refused":
