@@ -203,19 +203,26 @@ def table_assessment(outcome: StructuredOutcome, settings: ConfidenceSettings) -
     return AnswerAssessment(confidence, level, reason[:500], BAND_CAVEATS.get(level))
 
 
-def row_claims(response: FinalResponse) -> FinalResponse:
-    """The table answer's statements: one per shown row ("Panel: SP-01; Width (m): 1.01"), cited by the row's
-    passage, so the answer's confidence is measured over the passages its rows come from."""
-    table = response.table
-    if table is None:
-        return response
+def row_section(table: AnswerTable) -> AnswerSection | None:
+    """One statement per shown row ("Panel: SP-01; Width (m): 1.01"), cited by the row's citation number; None
+    when no row is cited."""
     labels = [header_label(column) for column in table.columns]
     claims = [
         Claim(text="; ".join(f"{label}: {cell_text(value)}" for label, value in pairs), citations=[row.citation])
         for row in table.rows
         if row.citation is not None and (pairs := list(zip(labels, row.values, strict=True)))
     ]
-    return response.model_copy(update={"sections": [AnswerSection(heading="", claims=claims)] if claims else []})
+    return AnswerSection(heading="", claims=claims) if claims else None
+
+
+def row_claims(response: FinalResponse) -> FinalResponse:
+    """The table answer's statements: one per shown row, cited by the row's passage (``row_section``), so the
+    answer's confidence is measured over the passages its rows come from."""
+    table = response.table
+    if table is None:
+        return response
+    section = row_section(table)
+    return response.model_copy(update={"sections": [section] if section else []})
 
 
 def citation_number(citations: Sequence[Citation], chunk_id: str | None) -> int | None:
@@ -274,6 +281,7 @@ __all__ = [
     "long_text_evidence",
     "route_after",
     "row_claims",
+    "row_section",
     "run_structured",
     "shown_evidence",
     "table_assessment",
