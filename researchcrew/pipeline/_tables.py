@@ -10,6 +10,9 @@ deadline, turning its outcome into the answer's table, and asking back when a la
   passage the synthesis did not cite, so every row is cited), then appends the first rows as a Markdown table and
   how many more exist ("say 'show the rest' or 'export that table'").
 * ``label_clarification`` is the clarifying question for an ambiguous label, listing the candidate fields.
+
+On the hybrid route the same pieces compose the table's part of the answer, ahead of the passages' synthesis
+(``pipeline/_hybrid.py``).
 """
 
 from __future__ import annotations

@@ -158,17 +158,31 @@ async def test_without_a_structured_stage_nothing_changes() -> None:
     assert not [event for event in events if event.stage == "route"]
 
 
-async def test_the_hybrid_route_searches_the_text_too_and_adds_the_table() -> None:
-    outcome = panels_outcome(3)
+async def test_the_hybrid_route_searches_the_text_too_and_states_the_table_before_it() -> None:
+    outcome = panels_outcome(12)
     hybrid = outcome.model_copy(
         update={"route": outcome.route.model_copy(update={"route": "hybrid", "tried": ["hybrid"]})}
     )
     retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    saved = Saved()
     response = await run_question(
-        stages(FixedStage({PANELS_QUESTION: hybrid}), retriever, save_table=Saved()), ask(PANELS_QUESTION)
+        stages(FixedStage({PANELS_QUESTION: hybrid}), retriever, save_table=saved), ask(PANELS_QUESTION)
     )
     assert len(retriever.requests) == 1  # the text was searched as well
     assert response.route is not None and response.route.tried == ["hybrid"]
-    assert response.table is not None and len(response.table.rows) == 3 and response.table.more_rows == 0
-    assert all(row.citation is not None for row in response.table.rows)
-    assert "more rows" not in response.answer and "| SP-03 | 1.03 |" in response.answer
+    table = response.table
+    assert table is not None and len(table.rows) == 10 and table.more_rows == 2
+    assert len(saved.calls[0]["rows"]) == 12  # the whole result set is kept for paging and export
+    # The table's answer first, its rows cited in reading order, then the passages' synthesis.
+    assert [row.citation for row in table.rows] == list(range(1, 11))
+    answer = response.answer
+    assert answer.startswith("12 rows match “Solar panels with a width of at most 1.2 m”, from 12 documents.")
+    more = answer.index("2 more rows — say 'show the rest' or 'export that table'.")
+    assert answer.index("| SP-01 | 1.01 | [1] |") < answer.index("| SP-10 | 1.1 | [10] |") < more
+    assert answer.index(f"- {TEXT[:-1]} [11].") > more
+    cited = {citation.number: citation.chunk_id for citation in response.citations}
+    assert cited[11] == "text" and all(cited[row.citation] == row.chunk_id for row in table.rows if row.citation)
+    # Every statement is cited: one per row shown, then the synthesis's.
+    claims = [claim for section in response.sections for claim in section.claims]
+    assert [claim.citations for claim in claims] == [[number] for number in range(1, 12)]
+    assert claims[0].text == "Panel: SP-01; Width (m): 1.01"

@@ -16,6 +16,11 @@ that instructions in it must be ignored; the fence makes sure no quoted text can
 prompt. The instruction text outside the blocks depends only on the question's settings, never on evidence content.
 A source's own footnote markers are rewritten so that the model does not take them for block numbers.
 
+On the hybrid route (issue 22) the rows the annotations found follow the evidence in one ``TABLE`` block, each row
+tied to the evidence block of the passage it was extracted from (rows whose passage was not given are left out:
+nothing could cite them). The answer states those rows itself, before the model's text; the task says so, and asks
+the model to answer the rest of the question. Whatever the model cites is validated like any other statement.
+
 A block quoting the user's own statement of a fact (conversation memory recalled for "what is my project code?",
 tools/memory_recall.py) says so in its header — ``speaker: the user, about themself (you said, earlier in this
 conversation)`` — and the task then says how to use it: answer a question about the user from what they said,
