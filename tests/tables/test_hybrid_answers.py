@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +24,7 @@ from researchcrew.pipeline._structured import Coverage, rule_route
 from researchcrew.pipeline.synthesize._rendering import EXTRACTIVE_NOTICE
 from researchcrew.settings import StructuredSettings
 from researchcrew.testing.llm import FakeLLM
-from tests.e2e.support import assert_every_claim_cited, offline_settings
+from tests.e2e.support import assert_every_claim_cited, offline_settings, shared_embedder
 
 QUESTION = "Which studies report a sample size above 1,000 and what did they find?"
 STUDIES = {
@@ -48,7 +46,12 @@ _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Iterator[Path]:
+def embedder() -> Embedder:
+    return shared_embedder()
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> Path:
     """A knowledge base holding the three studies (their annotations and passages), ingested once."""
     root = tmp_path_factory.mktemp("hybrid")
     folder = root / "studies"
@@ -59,18 +62,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory, embedder: Embedder) -> It
         report = ingest_paths(kb, folder, progress=False)
         assert report.aborted is None and not report.errors, report.errors
         assert report.annotations_added >= 3
-    yield root / "data"
-
-
-@pytest.fixture
-async def memory(migrated_sqlite_file: Path, tmp_path: Path) -> AsyncIterator[MemoryStore]:
-    path = tmp_path / "memory.db"
-    shutil.copyfile(migrated_sqlite_file, path)
-    store = await MemoryStore.open(f"sqlite+aiosqlite:///{path}")
-    try:
-        yield store
-    finally:
-        await store.close()
+    return root / "data"
 
 
 def _assistant(data_dir: Path, embedder: Embedder, memory: MemoryStore, **options: object) -> ResearchAssistant:
