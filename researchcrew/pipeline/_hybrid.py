@@ -4,7 +4,9 @@ A hybrid question ("Which studies report a sample size above 1,000 and what did 
 half text. The answer says what the table says — in the structured route's words (``compose_table_text``: how many
 rows match, from how many documents, the filters), then the first rows with their values, each cited by the passage
 it was extracted from, and how many more exist with how to page ("say 'show the rest' or 'export that table'") —
-and then what the passages say, as the synthesizer wrote it (extractive or generated).
+and then what the passages say, as the synthesizer wrote it (extractive or generated). The text part of a hybrid
+question is about the rows ("... and what did *they* find?"), so the passages it is written from are those of the
+documents the rows come from whenever the evidence holds any (``focused``); all the evidence otherwise.
 
 Every statement stays cited and checked: the rows become statements (``row_section``) ahead of the synthesis's, and
 the whole answer goes through citation validation once more, against the evidence that was read (the evaluated
@@ -17,12 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from researchcrew.contracts import ContextChunk, FinalResponse
+from researchcrew.contracts import ContextChunk, FilteredContext, FinalResponse
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
 from researchcrew.contracts.tables import StructuredOutcome, TableRow
+from researchcrew.pipeline._sources import document_key
 from researchcrew.pipeline._tables import attach_table, cite_rows, compose_table_text, row_section
 from researchcrew.pipeline.stages import CitationValidator
 from researchcrew.pipeline.synthesize._rendering import render_answer
+
+
+def focused(context: FilteredContext, outcome: StructuredOutcome) -> FilteredContext:
+    """The evidence the hybrid answer's text is written from: the passages of the documents any row of the result
+    set comes from (a study not in the table must not answer "what did they find"), or all of it when it holds none
+    of them."""
+    documents = {document_key(chunk) for chunk in outcome.evidence}
+    kept = [scored for scored in context.chunks if document_key(scored.chunk) in documents]
+    return context.model_copy(update={"chunks": kept}) if kept else context
 
 
 def hybrid_answer(
@@ -59,4 +71,4 @@ def hybrid_answer(
     return tabled.model_copy(update={"answer": answer}), all_rows
 
 
-__all__ = ["hybrid_answer"]
+__all__ = ["focused", "hybrid_answer"]

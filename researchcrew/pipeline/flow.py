@@ -58,7 +58,7 @@ from researchcrew.contracts.tables import AnswerTable, RouteDecision, Structured
 from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline._assessment import AnswerAssessment, assess_answer, band, uncertainty_reason
 from researchcrew.pipeline._guard import check_question
-from researchcrew.pipeline._hybrid import hybrid_answer
+from researchcrew.pipeline._hybrid import focused, hybrid_answer
 from researchcrew.pipeline._long_text import with_long_text
 from researchcrew.pipeline._routing import Flow, listen, or_, router, start
 from researchcrew.pipeline._support import Support
@@ -540,8 +540,11 @@ class ResearchFlow(Flow):
         started = time.monotonic()
         evaluation = _require(self.state.evaluation, "evaluation output")
         self._emit("synthesize", "started", chunks=len(evaluation.filtered_context.chunks))
+        context = evaluation.filtered_context
+        if (table := self._hybrid_table()) is not None and self._structured and self._structured.outcome:
+            context = focused(context, self._structured.outcome)  # the rows' documents say what "they" found
         synthesizer_input = SynthesizerInput(
-            filtered_context=evaluation.filtered_context,
+            filtered_context=context,
             original_query=self._researched_query(),
             user_preferences=self.state.preferences,
             contradictions=evaluation.contradictions_found,
@@ -551,7 +554,7 @@ class ResearchFlow(Flow):
             ),
             include_sections=self.state.preferences.include_sections,
             response_format=self.state.preferences.response_format,
-            table=self._hybrid_table(),  # the rows the answer states before the text: evidence for the writer
+            table=table,  # the rows the answer states before the text: evidence for the writer
         )
         timed_out = False
         if self._table_answers():  # the rows are the answer: a lead line here, the table after validation

@@ -42,6 +42,7 @@ STUDIES = {
     ),
 }
 SCREENING_FINDING = "Pools of ten kept a sensitivity of 97%"
+SCHOOLS_FINDING = "Pooling saliva samples in groups of eight cut the number of tests by 80%"
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 
 
@@ -133,6 +134,21 @@ async def test_the_hybrid_answer_states_the_table_then_the_passages(
         exported = await assistant.ask("export that table", user_id="ada", session_id="s1")
         assert exported.answer.count('\n"Mass screening by pooling","5310"') == 1
         assert exported.answer.count('\n"Pooled testing in schools","1204"') == 1
+
+
+async def test_the_text_is_about_the_rows_not_the_other_studies(
+    data_dir: Path, embedder: Embedder, memory: MemoryStore
+) -> None:
+    question = "Which studies report a sample size under 1,000 and what did they find?"
+    async with _assistant(data_dir, embedder, memory) as assistant:
+        response = await assistant.ask(question, user_id="ada", session_id="s3")
+    assert response.route is not None and response.route.route == "hybrid"
+    assert response.table is not None and [row.values[-1] for row in response.table.rows] == [640]
+    synthesis = response.answer.partition(EXTRACTIVE_NOTICE)[2]
+    assert "- Pooling in clinics missed infections once prevalence rose above 10% [1]." in synthesis
+    assert SCREENING_FINDING not in synthesis and SCHOOLS_FINDING not in synthesis  # studies the table excludes
+    assert {citation.title for citation in response.citations} == {"Pooled testing in clinics"}
+    assert_every_claim_cited(response)
 
 
 async def test_with_a_model_the_rows_are_evidence_in_the_prompt_and_the_reply_is_checked(

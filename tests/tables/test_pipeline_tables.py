@@ -8,9 +8,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from researchcrew.contracts import ProgressEvent
+from researchcrew.contracts import FilteredContext, ProgressEvent, ScoredChunk
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.tables import AnswerTable, StructuredOutcome, StructuredRequest, TableRow
+from researchcrew.pipeline._hybrid import focused
 from researchcrew.pipeline.flow import run_question
 from researchcrew.pipeline.synthesize._citations import validate_citations
 from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
@@ -21,6 +22,7 @@ from tests.tables.support import (
     TOO_LITTLE_QUESTION,
     FixedStage,
     panels_outcome,
+    sheet_chunk,
 )
 
 TEXT = "Solar panels convert sunlight into electricity; their width varies by model and maker."
@@ -179,10 +181,24 @@ async def test_the_hybrid_route_searches_the_text_too_and_states_the_table_befor
     assert answer.startswith("12 rows match “Solar panels with a width of at most 1.2 m”, from 12 documents.")
     more = answer.index("2 more rows — say 'show the rest' or 'export that table'.")
     assert answer.index("| SP-01 | 1.01 | [1] |") < answer.index("| SP-10 | 1.1 | [10] |") < more
-    assert answer.index(f"- {TEXT[:-1]} [11].") > more
+    # The text is written from the passages of the rows' documents: the other document searched is not quoted.
+    assert answer.index("- Panel SP-01 spec sheet. Width: 1.01 m. Power: 301 W [1].") > more
+    assert TEXT not in answer
     cited = {citation.number: citation.chunk_id for citation in response.citations}
-    assert cited[11] == "text" and all(cited[row.citation] == row.chunk_id for row in table.rows if row.citation)
+    assert all(cited[row.citation] == row.chunk_id for row in table.rows if row.citation) and len(cited) == 10
     # Every statement is cited: one per row shown, then the synthesis's.
     claims = [claim for section in response.sections for claim in section.claims]
-    assert [claim.citations for claim in claims] == [[number] for number in range(1, 12)]
-    assert claims[0].text == "Panel: SP-01; Width (m): 1.01"
+    assert [claim.citations for claim in claims[:10]] == [[number] for number in range(1, 11)]
+    assert claims[0].text == "Panel: SP-01; Width (m): 1.01" and claims[10].citations == [1]
+
+
+def test_the_hybrid_text_falls_back_to_all_the_evidence_when_no_row_document_is_in_it() -> None:
+    outcome = panels_outcome(3)
+    other = ScoredChunk(
+        chunk=relevant_chunk("text", 0.9, TEXT), quality_score=0.8, source_reputation=0.7, recency=0.5, relevance=0.9
+    )
+    row = other.model_copy(update={"chunk": sheet_chunk(2)})
+    both = FilteredContext(query_text=PANELS_QUESTION, chunks=[other, row])
+    assert [scored.chunk.chunk_id for scored in focused(both, outcome).chunks] == ["sheet-2"]
+    alone = FilteredContext(query_text=PANELS_QUESTION, chunks=[other])
+    assert focused(alone, outcome) == alone
