@@ -11,7 +11,8 @@ from the generator's own records (metric values, item lists), never from the sys
 About 90 labelled questions (alternately tune/report), asked through ``AnnotationStage`` (rules, no LLM):
 row questions (which rows: receipts containing an item, with a year), document questions (which documents: a
 total, a width, a sample size above or below a bound, in any unit), aggregates (count, mean, min, max), and
-questions that belong elsewhere (conceptual → long_text; fields no document annotates → hybrid). Reports row
+questions that belong elsewhere (conceptual → long_text; fields no document annotates → hybrid), and questions that
+are half a table and half text ("... above 1,000 and what did they find?" → hybrid, its rows still checked). Reports row
 precision and recall (micro), aggregate exactness, route accuracy, extraction precision (every stored value found
 verbatim in its passage) and the ingest slow-down with annotations on versus off (median of ``--rounds``, after a
 warm-up ingest).
@@ -310,6 +311,26 @@ def questions(corpus: Corpus) -> list[dict[str, Any]]:
         "How can pooling be combined with screening programmes?",
     ):
         add(question, "long_text", "conceptual")
+    # Half a table, half text: the rows answer the first part, the passages the rest (hybrid, rows still exact).
+    for bound in (1000, 3000):
+        add(
+            f"Which studies report a sample size above {bound:,} and what did they find?",
+            "hybrid",
+            "docs",
+            sorted(p["title"] for p in corpus.papers if p["sample"] > bound),
+        )
+    add(
+        "papers with accuracy on ImageNet above 80% and how did they train their models?",
+        "hybrid",
+        "docs",
+        sorted(p["title"] for p in vision if p["accuracy"] > 80),
+    )
+    add(
+        "solar panels with power above 400 W and what did the field tests show",
+        "hybrid",
+        "docs",
+        sorted(p["title"] for p in panels if p["power"] > 400),
+    )
     for question in (
         "Which receipts show the cashier?",
         "List the payment method of each receipt",

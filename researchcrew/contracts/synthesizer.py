@@ -38,6 +38,11 @@ class SynthesizerInput(Contract):
     min_response_length: int = Field(default=100, ge=0, le=20_000, description="Lower bound on answer words.")
     include_sections: bool = Field(default=True, description="Structure the answer into titled sections.")
     response_format: ResponseFormat = Field(default="detailed", description="concise, detailed or technical.")
+    table: AnswerTable | None = Field(
+        default=None,
+        description="On the hybrid route, the rows the annotations found (the answer states them before the text): "
+        "given to the writer as evidence, each row tied to the passage it was extracted from.",
+    )
 
     @model_validator(mode="after")
     def _bounds_ordered(self) -> SynthesizerInput:

@@ -30,6 +30,7 @@ BLOCK_NAMES = frozenset(
         "QUESTION",
         "FACETS FOUND",
         "EVIDENCE",
+        "TABLE",
         "DISAGREEMENT",
         "PREVIOUS REPLY",
         "TRIED",

@@ -7,6 +7,8 @@ Route rules (offline; the seed's "rule-based dispatch keyed by intent signals"):
 * intent ``conceptual`` → ``long_text``, fallback ``hybrid``;
 * enumeration / numeric lookup / aggregate whose fields the index holds (a label, an item term, or a unit that
   picks the fields) → ``structured``, fallbacks ``hybrid``, ``long_text``;
+* the same intents with that coverage and a part only passages answer ("... and what did they find?") → ``hybrid``
+  (the table answers the first part, the passages the rest), fallback ``long_text``;
 * the same intents without that coverage → ``hybrid``, fallback ``long_text``.
 
 The long-text route searches the summaries of long documents first, then the passages of the matching sections
@@ -119,6 +121,15 @@ def rule_route(question: ParsedQuestion, coverage: Coverage) -> RouteDecision:
     if intent == "conceptual":
         return RouteDecision(
             route="long_text", intent=intent, fallbacks=["hybrid"], reason="a conceptual question: passages answer it"
+        )
+    if coverage.annotations and coverage.fields and question.text_part:
+        return RouteDecision(
+            route="hybrid",
+            intent=intent,
+            fallbacks=["long_text"],
+            reason=_clip(
+                f"{intent.replace('_', ' ')} over annotated fields, and “{question.text_part}” is for passages"
+            ),
         )
     if coverage.annotations and coverage.fields:
         return RouteDecision(

@@ -10,6 +10,9 @@ deadline, turning its outcome into the answer's table, and asking back when a la
   passage the synthesis did not cite, so every row is cited), then appends the first rows as a Markdown table and
   how many more exist ("say 'show the rest' or 'export that table'").
 * ``label_clarification`` is the clarifying question for an ambiguous label, listing the candidate fields.
+
+On the hybrid route the same pieces compose the table's part of the answer, ahead of the passages' synthesis
+(``pipeline/_hybrid.py``).
 """
 
 from __future__ import annotations
@@ -203,19 +206,26 @@ def table_assessment(outcome: StructuredOutcome, settings: ConfidenceSettings) -
     return AnswerAssessment(confidence, level, reason[:500], BAND_CAVEATS.get(level))
 
 
-def row_claims(response: FinalResponse) -> FinalResponse:
-    """The table answer's statements: one per shown row ("Panel: SP-01; Width (m): 1.01"), cited by the row's
-    passage, so the answer's confidence is measured over the passages its rows come from."""
-    table = response.table
-    if table is None:
-        return response
+def row_section(table: AnswerTable) -> AnswerSection | None:
+    """One statement per shown row ("Panel: SP-01; Width (m): 1.01"), cited by the row's citation number; None
+    when no row is cited."""
     labels = [header_label(column) for column in table.columns]
     claims = [
         Claim(text="; ".join(f"{label}: {cell_text(value)}" for label, value in pairs), citations=[row.citation])
         for row in table.rows
         if row.citation is not None and (pairs := list(zip(labels, row.values, strict=True)))
     ]
-    return response.model_copy(update={"sections": [AnswerSection(heading="", claims=claims)] if claims else []})
+    return AnswerSection(heading="", claims=claims) if claims else None
+
+
+def row_claims(response: FinalResponse) -> FinalResponse:
+    """The table answer's statements: one per shown row, cited by the row's passage (``row_section``), so the
+    answer's confidence is measured over the passages its rows come from."""
+    table = response.table
+    if table is None:
+        return response
+    section = row_section(table)
+    return response.model_copy(update={"sections": [section] if section else []})
 
 
 def citation_number(citations: Sequence[Citation], chunk_id: str | None) -> int | None:
@@ -274,6 +284,7 @@ __all__ = [
     "long_text_evidence",
     "route_after",
     "row_claims",
+    "row_section",
     "run_structured",
     "shown_evidence",
     "table_assessment",

@@ -97,6 +97,7 @@ def assemble_stages(
         confidence=settings.confidence,
         pricing=pricing_for(settings, llm),
         structured=structured,
+        table_page_size=settings.structured.page_size,
         save_table=save_table or (memory_store.save_answer_table if memory_store is not None else None),
     )
 

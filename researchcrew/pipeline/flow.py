@@ -54,10 +54,11 @@ from researchcrew.contracts.follow_up import QuestionRewrite
 from researchcrew.contracts.progress import Stage
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.synthesizer import ConfidenceLevel, MemoryWriteStatus
-from researchcrew.contracts.tables import RouteDecision, StructuredRequest, TableRow
+from researchcrew.contracts.tables import AnswerTable, RouteDecision, StructuredRequest, TableRow
 from researchcrew.llm.usage import UsageMeter
 from researchcrew.pipeline._assessment import AnswerAssessment, assess_answer, band, uncertainty_reason
 from researchcrew.pipeline._guard import check_question
+from researchcrew.pipeline._hybrid import focused, hybrid_answer
 from researchcrew.pipeline._long_text import with_long_text
 from researchcrew.pipeline._routing import Flow, listen, or_, router, start
 from researchcrew.pipeline._support import Support
@@ -539,8 +540,11 @@ class ResearchFlow(Flow):
         started = time.monotonic()
         evaluation = _require(self.state.evaluation, "evaluation output")
         self._emit("synthesize", "started", chunks=len(evaluation.filtered_context.chunks))
+        context = evaluation.filtered_context
+        if (table := self._hybrid_table()) is not None and self._structured and self._structured.outcome:
+            context = focused(context, self._structured.outcome)  # the rows' documents say what "they" found
         synthesizer_input = SynthesizerInput(
-            filtered_context=evaluation.filtered_context,
+            filtered_context=context,
             original_query=self._researched_query(),
             user_preferences=self.state.preferences,
             contradictions=evaluation.contradictions_found,
@@ -550,6 +554,7 @@ class ResearchFlow(Flow):
             ),
             include_sections=self.state.preferences.include_sections,
             response_format=self.state.preferences.response_format,
+            table=table,  # the rows the answer states before the text: evidence for the writer
         )
         timed_out = False
         if self._table_answers():  # the rows are the answer: a lead line here, the table after validation
@@ -586,7 +591,7 @@ class ResearchFlow(Flow):
             self.state.response = self._assessed(
                 self._stages.validate_citations(_require(self.state.response, "a draft"), given)
             )
-            await self._attach_table()
+            await self._attach_table(given)
         stats = self.state.response.citation_stats
         self._emit(
             "validate",
@@ -630,18 +635,32 @@ class ResearchFlow(Flow):
         evaluation = self.state.evaluation
         return response.contradictions or (evaluation.contradictions_found if evaluation else [])
 
+    def _hybrid_table(self) -> AnswerTable | None:
+        """The table the structured stage found on the hybrid route (the answer states it, then the passages)."""
+        route = self.state.route
+        run = self._structured
+        if run is None or route is None or route.route != "hybrid":
+            return None
+        return run.table
+
     def _structured_table(self) -> bool:
         """Whether the structured stage answered with a table (structured or hybrid route)."""
         return self._structured is not None and self._structured.table is not None
 
-    async def _attach_table(self) -> None:
+    async def _attach_table(self, given: list[ContextChunk] | None = None) -> None:
         """The structured table joins the answer (rows cited, the first page shown) and its whole result set is
-        persisted with the session for "show the rest" and export. A store that fails is said, not raised."""
+        persisted with the session for "show the rest" and export. On the hybrid route the table's answer comes
+        first and the passages' synthesis after it, checked again against ``given`` and the rows' passages
+        (``pipeline/_hybrid.py``). A store that fails is said, not raised."""
         run = self._structured
         response = self.state.response
         if run is None or run.outcome is None or run.table is None or response is None:
             return
-        response, self._table_rows = attach_table(response, run.outcome)
+        if self._hybrid_table() is not None:
+            validate = self._stages.validate_citations
+            response, self._table_rows = hybrid_answer(response, run.outcome, validate, given or [])
+        else:
+            response, self._table_rows = attach_table(response, run.outcome)
         self.state.response = response
         table = response.table
         if table is None:

@@ -8,9 +8,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from researchcrew.contracts import ProgressEvent
+from researchcrew.contracts import FilteredContext, ProgressEvent, ScoredChunk
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.contracts.tables import AnswerTable, StructuredOutcome, StructuredRequest, TableRow
+from researchcrew.pipeline._hybrid import focused
 from researchcrew.pipeline.flow import run_question
 from researchcrew.pipeline.synthesize._citations import validate_citations
 from researchcrew.pipeline.synthesize.extractive import ExtractiveSynthesizer
@@ -21,6 +22,7 @@ from tests.tables.support import (
     TOO_LITTLE_QUESTION,
     FixedStage,
     panels_outcome,
+    sheet_chunk,
 )
 
 TEXT = "Solar panels convert sunlight into electricity; their width varies by model and maker."
@@ -158,17 +160,45 @@ async def test_without_a_structured_stage_nothing_changes() -> None:
     assert not [event for event in events if event.stage == "route"]
 
 
-async def test_the_hybrid_route_searches_the_text_too_and_adds_the_table() -> None:
-    outcome = panels_outcome(3)
+async def test_the_hybrid_route_searches_the_text_too_and_states_the_table_before_it() -> None:
+    outcome = panels_outcome(12)
     hybrid = outcome.model_copy(
         update={"route": outcome.route.model_copy(update={"route": "hybrid", "tried": ["hybrid"]})}
     )
     retriever = ScriptedRetriever([relevant_chunk("text", 0.9, TEXT)])
+    saved = Saved()
     response = await run_question(
-        stages(FixedStage({PANELS_QUESTION: hybrid}), retriever, save_table=Saved()), ask(PANELS_QUESTION)
+        stages(FixedStage({PANELS_QUESTION: hybrid}), retriever, save_table=saved), ask(PANELS_QUESTION)
     )
     assert len(retriever.requests) == 1  # the text was searched as well
     assert response.route is not None and response.route.tried == ["hybrid"]
-    assert response.table is not None and len(response.table.rows) == 3 and response.table.more_rows == 0
-    assert all(row.citation is not None for row in response.table.rows)
-    assert "more rows" not in response.answer and "| SP-03 | 1.03 |" in response.answer
+    table = response.table
+    assert table is not None and len(table.rows) == 10 and table.more_rows == 2
+    assert len(saved.calls[0]["rows"]) == 12  # the whole result set is kept for paging and export
+    # The table's answer first, its rows cited in reading order, then the passages' synthesis.
+    assert [row.citation for row in table.rows] == list(range(1, 11))
+    answer = response.answer
+    assert answer.startswith("12 rows match “Solar panels with a width of at most 1.2 m”, from 12 documents.")
+    more = answer.index("2 more rows — say 'show the rest' or 'export that table'.")
+    assert answer.index("| SP-01 | 1.01 | [1] |") < answer.index("| SP-10 | 1.1 | [10] |") < more
+    # The text is written from the passages of the rows' documents: the other document searched is not quoted.
+    assert answer.index("- Panel SP-01 spec sheet. Width: 1.01 m. Power: 301 W [1].") > more
+    assert TEXT not in answer
+    cited = {citation.number: citation.chunk_id for citation in response.citations}
+    assert all(cited[row.citation] == row.chunk_id for row in table.rows if row.citation) and len(cited) == 10
+    # Every statement is cited: one per row shown, then the synthesis's.
+    claims = [claim for section in response.sections for claim in section.claims]
+    assert [claim.citations for claim in claims[:10]] == [[number] for number in range(1, 11)]
+    assert claims[0].text == "Panel: SP-01; Width (m): 1.01" and claims[10].citations == [1]
+
+
+def test_the_hybrid_text_falls_back_to_all_the_evidence_when_no_row_document_is_in_it() -> None:
+    outcome = panels_outcome(3)
+    other = ScoredChunk(
+        chunk=relevant_chunk("text", 0.9, TEXT), quality_score=0.8, source_reputation=0.7, recency=0.5, relevance=0.9
+    )
+    row = other.model_copy(update={"chunk": sheet_chunk(2)})
+    both = FilteredContext(query_text=PANELS_QUESTION, chunks=[other, row])
+    assert [scored.chunk.chunk_id for scored in focused(both, outcome).chunks] == ["sheet-2"]
+    alone = FilteredContext(query_text=PANELS_QUESTION, chunks=[other])
+    assert focused(alone, outcome) == alone

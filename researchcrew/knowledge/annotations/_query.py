@@ -73,6 +73,14 @@ _ENUMERATION = re.compile(
     r"^\s*(?:which|list|show|find|give|name|all|every|enumerate|what (?:\w+ ){0,3}(?:have|has|had|report|reports))\b",
     re.IGNORECASE,
 )
+# A second part of the question that only passages answer: "... above 1,000 *and what did they find*?", "... and why".
+# The table answers the first part; the question takes the hybrid route so that the text is searched too.
+_TEXT_CLAUSE = re.compile(
+    r"\b(?:and|but)\s+(?:why\b|how\s+(?:do|does|did|was|were|is|are|can|could)\b|what\s+(?:\w+\s+){0,3}?"
+    r"(?:find|found|findings|conclude|concluded|conclusions?|show|showed|shown|observe|observed|learn|learned|"
+    r"recommend|recommended|suggest|suggested|say|said|discover|discovered|results?|outcomes?)\b)[^?.;]*",
+    re.IGNORECASE,
+)
 # Words that say how the question is asked or what kind of thing is counted, never a label or a subject to match.
 GENERIC_WORDS = frozenset(
     stem(word)
@@ -154,6 +162,7 @@ class ParsedQuestion:
     group_by: str | None = None
     lookup_label: str | None = None
     words: list[str] = field(default_factory=list)  # content words, in order (stemmed by callers as needed)
+    text_part: str | None = None  # a part only passages answer ("and what did they find"): the hybrid route
 
 
 def _quantity(text: str) -> tuple[float, str] | None:
@@ -269,6 +278,7 @@ def parse_question(question: str) -> ParsedQuestion:
         masked = masked[:start] + " " * (end - start) + masked[end:]
     words = [word for word in term_words(masked) if word not in QUERY_STOP_WORDS and not word[0].isdigit()]
     words += [IMPLIED_LABELS[word] for word in term_words(question) if word in IMPLIED_LABELS]
+    clause = _TEXT_CLAUSE.search(question)
     return ParsedQuestion(
         text=question,
         intent=intent,
@@ -279,4 +289,5 @@ def parse_question(question: str) -> ParsedQuestion:
         group_by=group["group"].strip() if group else None,
         lookup_label=lookup["label"].strip() if lookup and lookup["label"] else None,
         words=words,
+        text_part=clause.group(0).strip() if clause and intent != "conceptual" else None,
     )
