@@ -192,6 +192,15 @@ class DocumentStore:
             )
         return _record(row)
 
+    @guarded("reading documents")
+    async def changeable_among(self, user_id: str, document_ids: Sequence[str]) -> set[str]:
+        """Which of ``document_ids`` ``user_id`` may delete or reindex (``changeable_by``): one query for a page."""
+        if not document_ids:
+            return set()
+        async with self._read() as session:
+            query = select(DocumentRow.id).where(DocumentRow.id.in_(list(document_ids)), changeable_by(user_id))
+            return set((await session.execute(query)).scalars())
+
     @guarded("listing documents")
     async def list_readable(
         self, user_id: str, *, limit: int, offset: int = 0, status: DocumentStatus | None = None

@@ -356,6 +356,11 @@ async def test_members_of_a_shared_collection_list_and_read_its_documents(
     assert (await client.get("/v1/documents", headers=ada)).json()["total"] == 3
     read = await client.get(f"/v1/documents/{first}", headers=bob)
     assert read.status_code == 200 and read.json()["status"] == "ready"
+    # The page shows Delete only where it would work: the uploader and the collection's owner, not a member.
+    assert not any(d["may_change"] for d in listed["documents"]) and read.json()["may_change"] is False
+    for owner in (ada, olga):
+        assert all(d["may_change"] for d in (await client.get("/v1/documents", headers=owner)).json()["documents"])
+    assert (await client.get(f"/v1/documents/{first}", headers=olga)).json()["may_change"] is True
     private_id = private["documents"][0]["id"]
     assert (await client.get(f"/v1/documents/{private_id}", headers=bob)).status_code == 404
     for method, path in (("DELETE", f"/v1/documents/{first}"), ("POST", f"/v1/documents/{first}/reindex")):

@@ -69,6 +69,10 @@ class DocumentInfo(BaseModel):
     created_at: datetime
     updated_at: datetime
     finished_at: datetime | None = None
+    may_change: bool = Field(
+        description="Whether you may delete or reindex it: you added it, or it is in a collection you own "
+        "(others' documents in a collection you share you may only read)."
+    )
 
 
 class DocumentList(BaseModel):
@@ -113,10 +117,10 @@ _UPLOAD_BODY: dict[str, Any] = {
 }
 
 
-def info(service: ServiceState, document: StoredDocument) -> DocumentInfo:
+def info(service: ServiceState, document: StoredDocument, *, may_change: bool) -> DocumentInfo:
     progress = service.library.progress(document) if document.status == "ingesting" else None
     fields = document.model_dump(exclude={"source_keys", "sha256"})
-    return DocumentInfo(**fields, progress=progress)
+    return DocumentInfo(**fields, progress=progress, may_change=may_change)
 
 
 @contextmanager
@@ -194,7 +198,7 @@ async def add_documents(
     files, collection = await _files(service, request, filename)
     with document_problems():
         stored = await service.library.add(user.user_id, files, collection)
-    return Accepted(documents=[info(service, document) for document in stored])
+    return Accepted(documents=[info(service, document, may_change=True) for document in stored])  # the uploader's
 
 
 @router.get(
@@ -213,9 +217,10 @@ async def list_documents(
         documents, total = await service.library.store.list_readable(
             user.user_id, limit=limit, offset=offset, status=status
         )
+        changeable = await service.library.store.changeable_among(user.user_id, [d.id for d in documents])
     following = offset + len(documents)
     return DocumentList(
-        documents=[info(service, document) for document in documents],
+        documents=[info(service, document, may_change=document.id in changeable) for document in documents],
         total=total,
         limit=limit,
         offset=offset,
@@ -231,7 +236,9 @@ async def list_documents(
 )
 async def read_document(service: Service, user: CurrentUser, document_id: DocumentId) -> DocumentInfo:
     with document_problems(document_id):
-        return info(service, await service.library.store.get_for(user.user_id, document_id))
+        document = await service.library.store.get_for(user.user_id, document_id)
+        changeable = await service.library.store.changeable_among(user.user_id, [document.id])
+        return info(service, document, may_change=document.id in changeable)
 
 
 @router.delete(
@@ -255,7 +262,7 @@ async def delete_document(service: Service, user: CurrentUser, document_id: Docu
 )
 async def reindex_document(service: Service, user: CurrentUser, document_id: DocumentId) -> DocumentInfo:
     with document_problems(document_id):
-        return info(service, await service.library.reindex(user.user_id, document_id))
+        return info(service, await service.library.reindex(user.user_id, document_id), may_change=True)
 
 
 @router.get(

@@ -46,11 +46,18 @@
       if (doc.error) status.title = doc.error;
       about.append(status);
       if (doc.error) about.append(el("span", "document-error", doc.error));
-      const remove = el("button", "document-delete", "Delete");
-      remove.type = "button";
-      remove.setAttribute("aria-label", `Delete ${doc.filename}`);
-      remove.addEventListener("click", () => removeDocument(doc));
-      item.append(about, remove);
+      item.append(about);
+      if (doc.may_change) {
+        // Only its uploader or the collection's owner may delete it; a member reading a shared collection sees
+        // no button that would only answer 403.
+        const remove = el("button", "document-delete", "Delete");
+        remove.type = "button";
+        remove.setAttribute("aria-label", `Delete ${doc.filename}`);
+        remove.addEventListener("click", () => removeDocument(doc));
+        item.append(remove);
+      } else {
+        about.append(el("span", "document-meta", `added by ${doc.owner}`));
+      }
       list.append(item);
     }
     const busy = listing.documents.some((doc) => doc.status === "queued" || doc.status === "ingesting");
