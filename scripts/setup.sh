@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv and install researchcrew with its dev tools, and Debian's chromium for the browser tests when it is
-# missing. Idempotent: a second run with an unchanged pyproject.toml does nothing. torch is installed first as the
+# missing. Idempotent: a second run with unchanged pyproject.toml and constraints.txt does nothing. torch is first, the
 # CPU build (torch==2.13.0) so that pip never resolves the multi-GB CUDA build for sentence-transformers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,11 +37,12 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.researchcrew-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+# Installed again whenever pyproject.toml or constraints.txt (the exact versions CI runs with) changes.
+want=$(cat pyproject.toml constraints.txt | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
 fi
 echo "setup: installing into .venv (first run takes a few minutes)" >&2
-.venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt "torch==2.13.0"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
 echo "$want" > "$stamp"
