@@ -450,12 +450,16 @@ class FollowingRetriever:
         self.sub_question = sub_question
 
     async def run(self, request: RetrieverInput) -> RetrieverOutput:
+        started = time.monotonic()
         output = await self.inner.run(request)
         chunks = output.aggregated_context.chunks
-        # The follower may take as long as the retrieval could: the run's cap, else the request's own timeout, else
-        # a sub-question's deadline.
+        # Retrieval and following share one limit (the request's cap, else its per-source timeout, else a
+        # sub-question's deadline): following gets what retrieval left, so the stage ends within the limit it was
+        # given. (It used to start a full limit of its own after retrieval, up to twice the stage's time.) With
+        # nothing left, every reference is recorded as skipped for time.
         limit = request.time_limit_s or request.timeout_per_source or self.follower.settings.subquestion_deadline_s
-        kept = await self.follower.follow(self.index, self.sub_question, chunks, time_limit_s=limit)
+        left = limit - (time.monotonic() - started)
+        kept = await self.follower.follow(self.index, self.sub_question, chunks, time_limit_s=max(0.0, left))
         if not kept:
             return output
         context = output.aggregated_context.model_copy(update={"chunks": [*chunks, *kept]})

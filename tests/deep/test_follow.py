@@ -4,11 +4,12 @@ time — and every reference gets a record saying what happened."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from researchcrew.contracts import ContextChunk, RetrieverInput
+from researchcrew.contracts import ContextChunk, RetrieverInput, RetrieverOutput
 from researchcrew.deep._follow import FollowingRetriever, ReferenceFollower, relevance_to, title_matches
 from researchcrew.settings import DeepResearchSettings
 from researchcrew.testing import FakeTool, fake_chunk
@@ -264,6 +265,34 @@ async def test_the_following_retriever_adds_the_kept_passages_to_the_evidence() 
     retriever = FollowingRetriever(inner, follower(arxiv), 1, QUESTION)
     output = await retriever.run(RetrieverInput(query_text=QUESTION, user_id="u", session_id="s", timeout_per_source=3))
     assert [chunk.chunk_id for chunk in output.aggregated_context.chunks] == ["web-1", "arxiv:2104.12255v1"]
+
+
+class _SlowRetriever(ScriptedRetriever):
+    def __init__(self, delay_s: float, *answers: list[ContextChunk]) -> None:
+        super().__init__(*answers)
+        self.delay_s = delay_s
+
+    async def run(self, request: RetrieverInput) -> RetrieverOutput:
+        await asyncio.sleep(self.delay_s)
+        return await super().run(request)
+
+
+async def test_following_gets_what_retrieval_left_of_the_stage_limit() -> None:
+    # Retrieval used 0.4 s of a 0.5 s limit; a hanging arXiv may only have the 0.1 s left, not a new 0.5 s.
+    inner = _SlowRetriever(0.4, [citing("Bugs in BLS libraries: arXiv:2104.12255.")])
+    follow = follower(FakeTool("arxiv", hang=True))
+    retriever = FollowingRetriever(inner, follow, 1, QUESTION)
+    started = time.monotonic()
+    await retriever.run(RetrieverInput(query_text=QUESTION, user_id="u", session_id="s", time_limit_s=0.5))
+    assert time.monotonic() - started < 0.5 + 0.35  # one limit and a margin for a loaded machine, not two limits
+    assert follow.records and follow.records[0].outcome in ("unresolved", "skipped")
+
+    spent = _SlowRetriever(0.3, [citing("Bugs in BLS libraries: arXiv:2104.12255.")])
+    late = follower(FakeTool("arxiv", chunks=[BLS]))
+    await FollowingRetriever(spent, late, 1, QUESTION).run(
+        RetrieverInput(query_text=QUESTION, user_id="u", session_id="s", time_limit_s=0.2)
+    )
+    assert late.records[0].outcome == "skipped" and late.records[0].reason == "no time left for following references"
 
 
 async def test_a_round_that_adds_no_new_source_stops_following_convergence() -> None:
