@@ -189,6 +189,7 @@ class CollectionStore:
         self.recorded: dict[str, Any] = {}  # what the collection's description says it was built with
         self._has_collections = True  # whether rows carry ``schema.COLLECTION`` (schema 2); read on connect
         self._companion_locks: dict[str, threading.Lock] = {}
+        self._companions_ready: set[str] = set()  # companion collections made or loaded on the current client
 
     def companion_lock(self, name: str) -> threading.Lock:
         """The one lock for making or loading the companion collection ``name`` (annotations, summaries) of this
@@ -196,6 +197,18 @@ class CollectionStore:
         them loading one collection at once failed with "in state 'loading'" (seen in ``serve`` under load)."""
         with self._lock:
             return self._companion_locks.setdefault(name, threading.Lock())
+
+    def companion_ready(self, name: str) -> bool:
+        """Whether the companion collection ``name`` was made or loaded on the current client: a new index object over
+        this store (``index_for`` makes one per ingest and per question) then skips the existence check, the schema
+        read and the load, as the chunks' collection is opened once per client. Forgotten with the client."""
+        with self._lock:
+            return name in self._companions_ready
+
+    def mark_companion_ready(self, name: str) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._companions_ready.add(name)
 
     # Connection ------------------------------------------------------------------------------------------------
     @property
@@ -337,6 +350,7 @@ class CollectionStore:
     def close(self) -> None:
         with self._lock:
             client, self._client = self._client, None
+            self._companions_ready.clear()
         if client is None:
             return
         try:
@@ -374,6 +388,7 @@ class CollectionStore:
         if issubclass(failure, KnowledgeBaseUnavailableError):
             with self._lock:  # reconnect on the next call
                 stale, self._client = self._client, None
+                self._companions_ready.clear()
             if stale is not None:
                 stale.close()
         return failure(message)

@@ -144,9 +144,11 @@ class KnowledgeBase:
         *,
         progress: Callable[[int, int], None] | None = None,
         collection: str = schema.SHARED,
+        chunked: Callable[[Document, list[Chunk]], None] | None = None,
     ) -> AddReport:
         """Add, skip or replace documents by source key within ``collection`` (see the module docstring).
-        ``progress(done, total)``."""
+        ``progress(done, total)``; ``chunked(document, chunks)`` for each document about to be written, as soon as
+        it is chunked (what ingest derives from the same chunks: annotations)."""
         scope = self.collection_clause(collection, writing=True)
         started = time.perf_counter()
         report = AddReport()
@@ -189,6 +191,8 @@ class KnowledgeBase:
                         logger.warning("%s has no text to index; skipped", document.source_key)
                         report.documents_empty += 1
                         continue
+                    if chunked is not None:
+                        chunked(document, chunks)
                     group.append(_Pending(document, chunks, held))
                     group_chunks += len(chunks)
                     if group_chunks >= _EMBED_GROUP:

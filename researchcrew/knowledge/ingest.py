@@ -27,7 +27,7 @@ from researchcrew.contracts._base import Contract
 from researchcrew.errors import KnowledgeBaseError, ModelUnavailableError
 from researchcrew.knowledge._schema import SHARED
 from researchcrew.knowledge.access import check_collection
-from researchcrew.knowledge.documents import Document
+from researchcrew.knowledge.documents import Chunk, Document
 from researchcrew.knowledge.loaders import IngestIssue, discover, load_file, parse_field_map
 from researchcrew.knowledge.loaders._base import file_key
 
@@ -58,6 +58,7 @@ class KnowledgeBaseLike(Protocol):
         *,
         progress: Callable[[int, int], None] | None = None,
         collection: str = SHARED,
+        chunked: Callable[[Document, list[Chunk]], None] | None = None,
     ) -> _AddReport: ...
 
     def document_index(self, collection: str | None = None) -> dict[str, str]: ...
@@ -186,9 +187,10 @@ def ingest_paths(
 
     if pending:
         report.setup_seconds += _load_model(kb)
-    _add(kb, pending, report, batch_size=batch_size, progress=progress, collection=collection)
-    _annotate(kb, pending, unchanged, stale, report, collection=collection)
-    _summarise(kb, [*pending, *unchanged], stale, report, collection=collection)
+    chunks: dict[str, list[Chunk]] = {}  # source key → the chunks just written: annotations and summaries reuse them
+    _add(kb, pending, report, batch_size=batch_size, progress=progress, collection=collection, chunks=chunks)
+    _annotate(kb, pending, unchanged, stale, report, collection=collection, chunks=chunks)
+    _summarise(kb, [*pending, *unchanged], stale, report, collection=collection, chunks=chunks)
     if stale and report.aborted is None:
         try:
             report.chunks_removed = kb.remove(
@@ -272,9 +274,11 @@ def _annotate(
     report: IngestReport,
     *,
     collection: str,
+    chunks: Mapping[str, list[Chunk]],
 ) -> None:
-    """Annotations (issue 22) in the same pass: derived for the documents written, and for unchanged ones that have
-    none yet; removed for documents gone from their files. A failure here is reported and never undoes the chunks."""
+    """Annotations (issue 22) in the same pass: derived for the documents written (from the chunks ``_add`` made of
+    them), and for unchanged ones that have none yet; removed for documents gone from their files. A failure here
+    is reported and never undoes the chunks."""
     from researchcrew.knowledge.annotations import index_for
 
     annotations = index_for(kb)
@@ -285,7 +289,10 @@ def _annotate(
         for documents, only_missing in ((written, False), (unchanged, True)):
             for start in range(0, len(documents), DEFAULT_BATCH_SIZE):
                 done = annotations.annotate(
-                    documents[start : start + DEFAULT_BATCH_SIZE], collection=collection, only_missing=only_missing
+                    documents[start : start + DEFAULT_BATCH_SIZE],
+                    collection=collection,
+                    only_missing=only_missing,
+                    chunks=chunks,
                 )
                 report.annotations_added += done.annotations
                 report.annotation_notes.extend(done.notes[: 100 - len(report.annotation_notes)])
@@ -298,7 +305,13 @@ def _annotate(
 
 
 def _summarise(
-    kb: KnowledgeBaseLike, documents: list[Document], stale: list[str], report: IngestReport, *, collection: str
+    kb: KnowledgeBaseLike,
+    documents: list[Document],
+    stale: list[str],
+    report: IngestReport,
+    *,
+    collection: str,
+    chunks: Mapping[str, list[Chunk]],
 ) -> None:
     """Summaries of the long documents (issue 22's long-text route) in the same pass, after their chunks are stored
     (they are chosen from the chunks' vectors): made for documents whose summaries are missing or out of date
@@ -310,11 +323,13 @@ def _summarise(
     if summaries is None or report.aborted is not None:
         return
     started = time.perf_counter()
+    # The documents just written need no chunk count read back: a pass over short documents then reads nothing.
+    counts = {(key, written[0].doc_id): len(written) for key, written in chunks.items() if written}
     try:
         if stale:  # first: a file that lost a page is summarised again below, from the pages it still has
             summaries.remove(source_keys=stale, collection=collection)
         for batch in _file_batches(documents, DEFAULT_BATCH_SIZE):
-            done = summaries.summarise(batch, collection=collection, only_missing=True)
+            done = summaries.summarise(batch, collection=collection, only_missing=True, chunk_counts=counts)
             report.summaries_added += done.summaries
     except (KnowledgeBaseError, ModelUnavailableError) as error:
         report.errors.append(IngestIssue(file="(summaries)", reason=f"summaries not stored: {error}"))
@@ -346,8 +361,10 @@ def _add(
     batch_size: int,
     progress: bool | ProgressCallback,
     collection: str,
+    chunks: dict[str, list[Chunk]],
 ) -> None:
-    """Hand ``pending`` to the knowledge base in batches, updating the report (and the progress display)."""
+    """Hand ``pending`` to the knowledge base in batches, updating the report (and the progress display); ``chunks``
+    gets the chunks of every document written, by source key."""
     display = _Progress(len(pending), progress)
     try:
         for start in range(0, len(pending), batch_size):
@@ -357,7 +374,12 @@ def _add(
                 display.at(base + done)
 
             try:
-                added = kb.add_documents(batch, progress=batch_progress, collection=collection)
+                added = kb.add_documents(
+                    batch,
+                    progress=batch_progress,
+                    collection=collection,
+                    chunked=lambda document, made: chunks.__setitem__(document.source_key, made),
+                )
             except (KnowledgeBaseError, ModelUnavailableError) as error:
                 report.aborted = str(error)
                 logger.error("ingest stopped after %d of %d documents: %s", start, len(pending), error)

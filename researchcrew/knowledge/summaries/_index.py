@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -131,7 +131,8 @@ class SummaryIndex:
         if self._ready:
             return True
         with self._lock:
-            if self._ready:
+            if self._ready or self.store.companion_ready(self.name):  # another index of this store opened it
+                self._ready = True
                 return True
             exists = self.store.call(
                 "open summaries", lambda c, *, timeout: bool(c.has_collection(self.name, timeout=timeout))
@@ -166,6 +167,7 @@ class SummaryIndex:
 
             self.store.call("open summaries", make)
             self._ready = True
+            self.store.mark_companion_ready(self.name)
             return True
 
     def _query(self, expression: str, fields: Sequence[str]) -> list[dict[str, Any]]:
@@ -198,10 +200,17 @@ class SummaryIndex:
         return found
 
     def summarise(
-        self, documents: Sequence[Document], *, collection: str = schema.SHARED, only_missing: bool = False
+        self,
+        documents: Sequence[Document],
+        *,
+        collection: str = schema.SHARED,
+        only_missing: bool = False,
+        chunk_counts: Mapping[tuple[str, str], int] | None = None,
     ) -> SummaryReport:
         """Summarise the long ones of ``documents`` (already stored as chunks in ``collection``), replacing their
-        groups' earlier summaries. ``only_missing``: skip groups whose summaries are current."""
+        groups' earlier summaries. ``only_missing``: skip groups whose summaries are current. ``chunk_counts``:
+        (source key, doc_id) → chunks, for documents whose chunks the caller has just written (ingest knows them);
+        the others' counts are read from the chunks, so a pass over short documents reads nothing."""
         started = time.perf_counter()
         report = SummaryReport()
         groups: dict[str, dict[str, Document]] = {}
@@ -209,11 +218,22 @@ class SummaryIndex:
             groups.setdefault(group_of(document.source_key), {})[document.source_key] = document
         if not groups:
             return report
+        # Without the collection (no long document was ever stored) there is nothing to compare or remove: one
+        # existence check for the pass, not one per query.
+        present = self._open(create=False)
         versions = {group: _version([d.doc_id for d in members.values()]) for group, members in groups.items()}
-        if only_missing:
+        if only_missing and present:
             held = self.current(list(groups), collection)
             groups = {group: members for group, members in groups.items() if held.get(group) != versions[group]}
-        counts = self._chunk_counts([key for members in groups.values() for key in members], collection)
+        known = chunk_counts or {}
+        counts = {
+            (key, doc.doc_id): known[(key, doc.doc_id)]
+            for members in groups.values()
+            for key, doc in members.items()
+            if (key, doc.doc_id) in known
+        }
+        unknown = [key for members in groups.values() for key, doc in members.items() if (key, doc.doc_id) not in known]
+        counts.update(self._chunk_counts(unknown, collection))
         long_groups = {
             group: members
             for group, members in groups.items()
@@ -241,7 +261,8 @@ class SummaryIndex:
             row[schema.DENSE] = vector
         report.summaries = len(rows)
         # Summaries of groups that are no longer long (or empty now) go too: only what was written stays.
-        self._remove_groups(list(groups), collection)
+        if present:
+            self._remove_groups(list(groups), collection)
         if rows:
             self._open(create=True)
         for start in range(0, len(rows), _WRITE_ROWS):
