@@ -20,6 +20,7 @@ from typing import Any
 import hypothesis
 import pytest
 
+from tests.helpers.milvus_polling import poll_quickly
 from tests.helpers.services import MEMORY_CONNECT_TIMEOUT, fresh_postgres_database, required_directory
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
@@ -75,6 +76,10 @@ def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+# pymilvus sleeps half a second before it first asks whether an index is built (and between flush and load checks);
+# Milvus Lite is done in milliseconds: in this process it asks every 20 ms (tests/helpers/milvus_polling.py).
+poll_quickly()
 
 
 # Under CI every property test draws the same examples on every run (derandomized, no example database): a red CI

@@ -148,6 +148,9 @@ def test_a_researcher_asks_watches_the_sources_and_opens_a_citation(
             page.get_by_label("API key").press("Enter")
             expect(page.locator("#key-badge")).to_contain_text("key rc_")
             expect(page.locator("#sessions-state")).to_contain_text("No sessions yet")
+            # The page lists the sources it will watch once /readyz has answered (under load, after the sign-in):
+            # a question asked before that shows each source only when it reports, never as pending.
+            expect(page.locator('#source-toggles input[value="arxiv"]')).to_be_checked()
 
             # Ask with the keyboard; watch the sources answer while the answer is still being researched.
             page.get_by_label("Your question").fill(QUESTION)

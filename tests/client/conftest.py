@@ -35,7 +35,9 @@ def served(
     demo_folder: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServeProcess]:
     """One `researchcrew serve` of the module's folder for the tests that use it (each start costs seconds: crewAI's
-    imports, the model, Milvus Lite); it runs from the first such test to the end of the module."""
-    _, env = demo_folder
+    imports, the model, Milvus Lite); it runs from the first such test to the end of the module. Stopped (SIGTERM),
+    it has removed its Unix socket."""
+    data_dir, env = demo_folder
     with serve("--no-auth", env=env, log_path=tmp_path_factory.mktemp("serve") / "serve.log") as server:
         yield server
+    assert not (data_dir / "service.sock").exists()  # removed when the service stopped

@@ -12,10 +12,12 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from tests.helpers.cli_batch import cli_batch
 from tests.service.processes import ServeProcess, cli
 
 pytestmark = pytest.mark.slow
@@ -25,27 +27,30 @@ _LATENCY = re.compile(r"in \d+ ms")
 HEAVY = ("crewai", "pymilvus", "torch", "sqlalchemy", "fastapi", "milvus_lite", "onnxruntime")
 
 
-def _commands(env: dict[str, str]) -> dict[str, subprocess.CompletedProcess[str]]:
-    """The representative commands, each run once (the same list in both modes)."""
-    return {
-        "ask": cli("ask", QUESTION, "--session", "same-session", env=env),
-        "ask --json": cli("ask", "How are flaky tests detected?", "--json", "--session", "s2", env=env),
-        "ask - (stdin)": subprocess.run(
-            [sys.executable, "-c", "from researchcrew.cli import main; main()", "ask", "-", "--session", "s3"],
-            input="What is mutation testing?\n",
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        ),
-        "ask --continue (error)": cli("ask", "and then?", "--continue", "--user", "nobody-here", env=env),
-        "kb stats --json": cli("kb", "stats", "--json", env=env),
-        "kb remove (nothing matches)": cli("kb", "remove", "--path", "/no/such/folder", env=env),
-        "memory export (nobody)": cli("memory", "export", "--user", "nobody-here", env=env),
-        "jobs run (unknown job)": cli("jobs", "run", "no-such-job", env=env),
-        "jobs resume (unknown run)": cli("jobs", "resume", "no-such-run", env=env),
-    }
+# The representative commands (the same list in both modes): arguments and what is typed on stdin.
+COMMANDS: dict[str, tuple[list[str], str | None]] = {
+    "ask": (["ask", QUESTION, "--session", "same-session"], None),
+    "ask --json": (["ask", "How are flaky tests detected?", "--json", "--session", "s2"], None),
+    "ask - (stdin)": (["ask", "-", "--session", "s3"], "What is mutation testing?\n"),
+    "ask --continue (error)": (["ask", "and then?", "--continue", "--user", "nobody-here"], None),
+    "kb stats --json": (["kb", "stats", "--json"], None),
+    "kb remove (nothing matches)": (["kb", "remove", "--path", "/no/such/folder"], None),
+    "memory export (nobody)": (["memory", "export", "--user", "nobody-here"], None),
+    "jobs run (unknown job)": (["jobs", "run", "no-such-job"], None),
+    "jobs resume (unknown run)": (["jobs", "resume", "no-such-run"], None),
+}
+
+
+def _commands(env: dict[str, str], *status: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """`researchcrew status *status`, then each of the representative commands once, all in one process (the
+    test compares what each prints and its exit code, not process starts: tests/helpers/cli_batch.py)."""
+    names = list(COMMANDS)
+    first, *done = cli_batch(
+        [["status", *status], *(COMMANDS[name][0] for name in names)],
+        env=env,
+        inputs=[None, *(COMMANDS[name][1] for name in names)],
+    )
+    return first, dict(zip(names, done, strict=True))
 
 
 def _comparable(name: str, done: subprocess.CompletedProcess[str]) -> tuple[int, object, str]:
@@ -60,33 +65,10 @@ def _comparable(name: str, done: subprocess.CompletedProcess[str]) -> tuple[int,
     return done.returncode, out, error
 
 
-def test_each_command_answers_the_same_through_the_service_as_in_process(
-    demo_folder: tuple[Path, dict[str, str]], tmp_path: Path
-) -> None:
-    from tests.service.processes import serve
-
-    data_dir, env = demo_folder
-    in_process = _commands(env)
-    assert "in process" in cli("status", env=env).stdout
-    with serve("--no-auth", env=env, log_path=tmp_path / "serve.log") as server:
-        socket_path = data_dir / "service.sock"
-        assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600  # its owner only: permissions authenticate
-        status = cli("status", "--json", env=env)
-        assert json.loads(status.stdout)["commands"]["mode"] == "service", status.stdout
-        through_service = _commands(env)
-        log = server.log()
-    assert "POST /v1/ask" in log and "GET /v1/kb/stats" in log  # they did go through the service
-    for name, done in in_process.items():
-        assert _comparable(name, through_service[name]) == _comparable(name, done), name
-    assert in_process["ask"].returncode == 0 and "[1]" in in_process["ask"].stdout
-    assert in_process["ask --continue (error)"].returncode == 1
-    assert not socket_path.exists()  # removed when the service stopped (SIGTERM)
-
-
 def test_without_a_live_service_of_this_folder_commands_run_in_process(
     demo_folder: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
-    """Before the tests of the module's running service (``served`` runs from its first user to the module's end)."""
+    """Before the module's running service (``served`` runs from its first user to the module's end)."""
     data_dir, env = demo_folder
     socket_path = data_dir / "service.sock"
     assert not socket_path.exists(), "a service of this folder is still running"
@@ -101,6 +83,27 @@ def test_without_a_live_service_of_this_folder_commands_run_in_process(
     finally:
         socket_path.unlink(missing_ok=True)
     assert "no service is running" in json.loads(cli("status", "--json", env=env).stdout)["commands"]["reason"]
+
+
+def test_each_command_answers_the_same_through_the_service_as_in_process(
+    demo_folder: tuple[Path, dict[str, str]], request: pytest.FixtureRequest
+) -> None:
+    """In process first; then through the module's running service (``served``, started here: one start of
+    `researchcrew serve` for the module; its fixture checks that SIGTERM removes the socket)."""
+    data_dir, env = demo_folder
+    status, in_process = _commands(env)
+    assert "in process" in status.stdout
+    server: ServeProcess = request.getfixturevalue("served")
+    socket_path = data_dir / "service.sock"
+    assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600  # its owner only: permissions authenticate
+    status, through_service = _commands(env, "--json")
+    assert json.loads(status.stdout)["commands"]["mode"] == "service", status.stdout
+    log = server.log()
+    assert "POST /v1/ask" in log and "GET /v1/kb/stats" in log  # they did go through the service
+    for name, done in in_process.items():
+        assert _comparable(name, through_service[name]) == _comparable(name, done), name
+    assert in_process["ask"].returncode == 0 and "[1]" in in_process["ask"].stdout
+    assert in_process["ask --continue (error)"].returncode == 1
 
 
 def test_the_thin_path_imports_no_heavy_library(served: ServeProcess, demo_folder: tuple[Path, dict[str, str]]) -> None:

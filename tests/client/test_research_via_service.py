@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from researchcrew.contracts.deep import DeepRun
+from tests.helpers.cli_batch import cli_batch
 from tests.service.processes import cli, serve
 
 pytestmark = pytest.mark.slow
@@ -63,9 +64,12 @@ def test_research_goes_through_the_running_service_with_the_same_results(
     demo_folder: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     _, env = demo_folder
-    in_process = cli("research", QUESTION, "--yes", "--json", *OPTIONS, env=env, timeout=300)
+    # both in one process (tests/helpers/cli_batch.py): what they print and their exit codes are compared
+    in_process, missing_in_process = cli_batch(
+        [["research", QUESTION, "--yes", "--json", *OPTIONS], ["research", "--run", "no-such-run", "--approve"]],
+        env=env,
+    )
     assert in_process.returncode == 0, in_process.stderr
-    missing_in_process = cli("research", "--run", "no-such-run", "--approve", env=env)
 
     with serve("--no-auth", env=env, log_path=tmp_path / "serve.log") as server:
         report_path = tmp_path / "out" / "report.pdf"

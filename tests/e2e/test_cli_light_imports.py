@@ -68,8 +68,21 @@ def run_probe(data_dir: Path, *questions: str) -> list[tuple[dict[str, object], 
     return list(zip(probes, answers[:-1], strict=True))
 
 
-def test_an_extractive_ask_imports_no_crewai_nor_what_it_drags_in(data_dir: Path) -> None:
-    [(probe, answer)] = run_probe(data_dir, "What is metamorphic testing?")
+ANSWERED = "What is metamorphic testing?"
+REFUSED_AND_UNANSWERABLE = ("sdfghjkl qwrtzpsd", "What is the capital of Peru?")
+
+
+@pytest.fixture(scope="module")
+def probes(data_dir: Path) -> list[tuple[dict[str, object], str]]:
+    """The module's questions asked in one fresh process (a start, the model and Milvus Lite once): what each
+    loaded is what it and the ones before it loaded, so a question's empty list clears every earlier one too."""
+    return run_probe(data_dir, ANSWERED, *REFUSED_AND_UNANSWERABLE)
+
+
+def test_an_extractive_ask_imports_no_crewai_nor_what_it_drags_in(
+    probes: list[tuple[dict[str, object], str]],
+) -> None:
+    probe, answer = probes[0]
     response = json.loads(answer)
 
     assert probe == {"code": 0, "loaded": []}
@@ -77,8 +90,7 @@ def test_an_extractive_ask_imports_no_crewai_nor_what_it_drags_in(data_dir: Path
     assert {r["source_type"]: r["status"] for r in response["source_reports"]}["rag"] == "success"
 
 
-def test_a_refused_and_an_unanswerable_question_stay_light_too(data_dir: Path) -> None:
-    questions = ("sdfghjkl qwrtzpsd", "What is the capital of Peru?")
-    for question, (probe, answer) in zip(questions, run_probe(data_dir, *questions), strict=True):
+def test_a_refused_and_an_unanswerable_question_stay_light_too(probes: list[tuple[dict[str, object], str]]) -> None:
+    for question, (probe, answer) in zip(REFUSED_AND_UNANSWERABLE, probes[1:], strict=True):
         assert probe == {"code": 0, "loaded": []}, question
         assert json.loads(answer)["answer_kind"] in ("refusal", "uncertainty", "clarification")

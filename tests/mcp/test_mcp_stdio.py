@@ -1,12 +1,11 @@
-"""`researchcrew mcp` as a real subprocess, driven over stdio by the official MCP client, offline, over a small
-pre-ingested knowledge base: every tool, progress notifications, a tool error, and the session resource."""
+"""`researchcrew mcp` as a real subprocess, driven over stdio by the official MCP client, offline, over the
+pre-ingested demo knowledge base: every tool, progress notifications, a tool error, and the session resource."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,34 +19,23 @@ from mcp.types import TextContent
 
 from researchcrew.data import demo_corpus_path
 from tests.e2e.support import offline_environment
+from tests.helpers.demo_folder import copy_of_the_demo_folder
 from tests.mcp.support import ProgressLog
 
 pytestmark = pytest.mark.slow  # a subprocess, the embedding model and Milvus Lite
 
-# What the subprocess needs of this environment besides the offline settings (it gets nothing else).
 TOPICS = ("Flaky", "Flakiness", "Mutation", "Metamorphic")
+# What the subprocess needs of this environment besides the offline settings (it gets nothing else).
 PASSED_ON = ("PYTHONPATH", "CREWAI_DISABLE_TELEMETRY", "OTEL_SDK_DISABLED", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory whose knowledge base holds the demo abstracts on flaky, mutation and metamorphic testing,
-    ingested by `researchcrew ingest` in its own process (a Milvus Lite file is one process's at a time)."""
-    folder = tmp_path_factory.mktemp("mcp_stdio")
-    records = [
-        line
-        for line in demo_corpus_path().read_text(encoding="utf-8").splitlines()
-        if any(word in json.loads(line)["title"] for word in TOPICS)
-    ]
-    assert len(records) >= 6
-    (folder / "abstracts.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "researchcrew", "ingest", str(folder / "abstracts.jsonl"), "--no-progress"],
-        env={**os.environ, **environment(folder)},
-        capture_output=True,
-        timeout=300,
-        check=True,
-    )
+    """A data directory whose knowledge base holds the demo abstracts (among them those on flaky, mutation and
+    metamorphic testing): a copy of the run's one `researchcrew ingest --demo` (tests/helpers/demo_folder.py)."""
+    folder = copy_of_the_demo_folder(tmp_path_factory, tmp_path_factory.mktemp("mcp_stdio") / "d")
+    titles = [json.loads(line)["title"] for line in demo_corpus_path().read_text(encoding="utf-8").splitlines()]
+    assert sum(any(word in title for word in TOPICS) for title in titles) >= 6
     return folder
 
 

@@ -32,14 +32,19 @@ def _docstrings(tree: ast.Module) -> set[int]:
     return found
 
 
-def _where(predicate: object) -> set[str]:
-    hits: set[str] = set()
+@cache
+def _nodes() -> dict[str, list[ast.AST]]:
+    """Every node of each module but its docstrings, walked once for all the checks (a walk of the whole package
+    per check cost seconds, and more under load)."""
+    nodes: dict[str, list[ast.AST]] = {}
     for name, tree in _modules().items():
         docstrings = _docstrings(tree)
-        for node in ast.walk(tree):
-            if id(node) not in docstrings and predicate(node):  # type: ignore[operator]
-                hits.add(name)
-    return hits
+        nodes[name] = [node for node in ast.walk(tree) if id(node) not in docstrings]
+    return nodes
+
+
+def _where(predicate: object) -> set[str]:
+    return {name for name, nodes in _nodes().items() if any(predicate(node) for node in nodes)}  # type: ignore[operator]
 
 
 def _defines(function: str) -> object:
