@@ -20,7 +20,7 @@ from typing import Any
 import hypothesis
 import pytest
 
-from tests.helpers.milvus_polling import poll_quickly
+from researchcrew.knowledge._store import _poll_lite_quickly
 from tests.helpers.services import MEMORY_CONNECT_TIMEOUT, fresh_postgres_database, required_directory
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
@@ -78,8 +78,9 @@ socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
 # pymilvus sleeps half a second before it first asks whether an index is built (and between flush and load checks);
-# Milvus Lite is done in milliseconds: in this process it asks every 20 ms (tests/helpers/milvus_polling.py).
-poll_quickly()
+# Milvus Lite is done in milliseconds. The store makes it ask every 20 ms when it opens a Lite file; the test process
+# does so from the start, for the tests that talk to Milvus Lite through pymilvus directly.
+_poll_lite_quickly()
 
 
 # Under CI every property test draws the same examples on every run (derandomized, no example database): a red CI

@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
+import types
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -91,6 +93,41 @@ def _skip_per_character_string_check() -> None:
 
     if getattr(entity_helper, "CHECK_STR_ARRAY", None) is True:
         entity_helper.CHECK_STR_ARRAY = False
+
+
+_LITE_POLL_S = 0.02
+_LONGEST_POLL_S = 0.5
+
+
+class _QuickPolls(types.SimpleNamespace):
+    """Stands in for the ``time`` module inside pymilvus' gRPC handler: its polling sleeps are short."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(min(seconds, _LITE_POLL_S) if seconds <= _LONGEST_POLL_S else seconds)
+
+
+def _poll_lite_quickly() -> None:
+    """Let pymilvus ask Milvus Lite every 20 ms whether an index is built, a flush or a load has finished.
+
+    pymilvus (``client/grpc_handler.py``) waits for those by sleeping and asking again: 0.5 s before it even asks
+    about a new index (``wait_for_creating_index``), 0.5 s between flush checks, 0.2 s between load checks. Milvus
+    Lite, running on this machine, finishes them on a knowledge base's collections in milliseconds, so every new
+    collection paid the sleeps: a new knowledge base took 1.03 s to open instead of 0.07 s (a first ``ingest``,
+    every fresh data folder), a companion collection (annotations, summaries) 0.51 s instead of 0.03 s (2026-11-27,
+    idle, pymilvus already imported). The module's sleeps of at most half a second (its polling intervals; nothing
+    else there sleeps that little) take 20 ms; its timeouts are measured with ``time.time()``, left alone, and its
+    longer sleeps (3 s before reconnecting an idle channel, 5 s between flush-all checks) are kept. Installed only
+    when a Milvus Lite file is opened: against a Milvus server, where building an index takes real time, pymilvus
+    polls as it was written to (unless the same process also opens a Lite file).
+    """
+    from pymilvus.client import grpc_handler
+
+    if not isinstance(grpc_handler.time, _QuickPolls):
+        grpc_handler.time = _QuickPolls()
 
 
 def _skip_scipy_probe() -> None:
@@ -226,6 +263,7 @@ class CollectionStore:
         _skip_scipy_probe()
         milvus = self._settings.milvus
         if self.lite:
+            _poll_lite_quickly()
             Path(self.uri).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self._refuse_if_locked()
         token = milvus.token.get_secret_value() if milvus.token else ""
