@@ -15,7 +15,6 @@ is missing, so an aiosqlite that has it is used as it is.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 
@@ -29,20 +28,28 @@ def install() -> None:
     aiosqlite.Connection.stop = _stop  # type: ignore[attr-defined]
 
 
-def _stop(self: Any) -> asyncio.Future[None] | None:
+def _stop(self: Any) -> None:
     """Close the connection on its thread after whatever it is running now, and end the thread; never waits."""
     connection = self._connection
     self._connection = None  # no new work is accepted ("Connection closed")
-    future: asyncio.Future[None] | None = None
     if connection is not None:
-        try:
-            future = asyncio.get_running_loop().create_future()
-        except RuntimeError:
-            # Garbage collection outside a loop: the thread cannot report back, and closing here (another thread)
-            # is refused by sqlite3. Dropping the last reference closes it when the thread lets go of it.
-            pass
-        else:
-            connection.interrupt()  # thread-safe: a long statement stops now instead of holding the lock
-            self._tx.put_nowait((future, connection.close))
+        connection.interrupt()  # thread-safe: a long statement stops now instead of holding the lock
+        # Nobody awaits a forced close (SQLAlchemy drops what stop() returns), so it is not reported to the loop:
+        # by the time the thread gets to it that loop may be closed (a process or a test ending), and aiosqlite
+        # 0.21's thread dies reporting to a closed loop ("Event loop is closed" in a thread, seen in CI).
+        self._tx.put_nowait((_NOBODY_WAITS, connection.close))
     self._stop_running()
-    return future
+
+
+class _NobodyWaits:
+    """What aiosqlite's thread reports a forced close to: it asks ``future.get_loop().call_soon_threadsafe(...)``
+    and gets a no-op. A close that fails has nobody to tell either; the thread ends next anyway."""
+
+    def get_loop(self) -> _NobodyWaits:
+        return self
+
+    def call_soon_threadsafe(self, *_: object) -> None:
+        return None
+
+
+_NOBODY_WAITS = _NobodyWaits()

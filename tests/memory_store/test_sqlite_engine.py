@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
+import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from researchcrew.db import engine as db
@@ -111,3 +113,39 @@ async def test_a_store_operation_cancelled_twice_mid_transaction_ends_before_the
         assert rows == [1, 2, 3]  # the cut operation ended whole, and the next write went through
     finally:
         await engine.dispose()
+
+
+def test_a_forced_close_reached_after_its_loop_closed_ends_the_thread_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SQLAlchemy does not wait for a forced close (db/_aiosqlite_stop.py), so the driver's thread may get to it after
+    # the loop that asked is closed (a test, or a process, ending). CI failed a later test with the thread's
+    # "RuntimeError: Event loop is closed": the close was reported to that loop.
+    import aiosqlite
+
+    from researchcrew.db import _aiosqlite_stop
+
+    _aiosqlite_stop.install()
+    thread_errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: thread_errors.append(args.exc_value))
+    busy = threading.Event()
+    free_to_go = threading.Event()
+
+    def keep_the_thread_busy() -> None:
+        busy.set()
+        free_to_go.wait(10)
+
+    async def open_then_stop_while_busy() -> aiosqlite.Connection:
+        connection = await aiosqlite.connect(":memory:")
+        connection._tx.put_nowait((_aiosqlite_stop._NOBODY_WAITS, keep_the_thread_busy))
+        busy.wait(10)
+        connection.stop()  # type: ignore[attr-defined]  # as SQLAlchemy's terminate does: not awaited
+        return connection
+
+    loop = asyncio.new_event_loop()
+    connection = loop.run_until_complete(open_then_stop_while_busy())
+    loop.close()
+    free_to_go.set()  # the thread now closes the sqlite connection, then ends
+    connection.join(10)
+    assert not connection.is_alive()
+    assert thread_errors == []
