@@ -1,7 +1,8 @@
 """What a database failure means: an outage (retry later) or a failed operation.
 
-Every guard around the store's database calls (``accounts``, ``chat_sessions``, ``store``, ``deep_runs``) turns
-SQLAlchemy's and the driver's exceptions into one of two errors with ``store_failure``:
+The one guard around every repository's database calls (``guarded``: accounts, chat sessions, documents,
+collections, jobs, deep runs, memory) turns SQLAlchemy's and the driver's exceptions into one of two errors with
+``store_failure``:
 
 * ``MemoryStoreUnavailableError`` when the database cannot be reached: connection refused, lost or timed out, the
   server shutting down, the SQLite file that cannot be opened (SQLAlchemy's ``OperationalError`` and
@@ -93,16 +94,18 @@ async def to_the_end(work: Coroutine[Any, Any, T]) -> T:
     return task.result()
 
 
-def guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
+def guarded(operation: str, *, finish_when_cancelled: bool = True) -> Callable[[_Method[P, T]], _Method[P, T]]:
     """A repository method whose database failures become ``store_failure(operation, ...)`` (the cause stays
-    chained, the failure logged), run to its end when its caller is cancelled: the one guard of the repositories
-    that need nothing else."""
+    chained, the failure logged), run to its end when its caller is cancelled — except reads on an answer's deadline
+    (``finish_when_cancelled=False``), which hold no lock and must stop at a source timeout. The one guard of every
+    repository (accounts, chat sessions, documents, collections, jobs, deep runs, memory)."""
 
     def decorate(method: _Method[P, T]) -> _Method[P, T]:
         @functools.wraps(method)
         async def wrapper(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
+            work = method(self, *args, **kwargs)
             try:
-                return await to_the_end(method(self, *args, **kwargs))
+                return await (to_the_end(work) if finish_when_cancelled else work)
             except (SQLAlchemyError, OSError) as error:
                 logger.warning("%s failed: %s", operation, error)
                 raise store_failure(operation, error) from error

@@ -15,7 +15,6 @@ Rows are keyed by ``user_id`` like every other table, so export and forget cover
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
@@ -23,10 +22,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import and_, insert, or_, select, update
-from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from researchcrew.db.failures import store_failure, to_the_end
+from researchcrew.db.failures import guarded
 from researchcrew.db.models import DeepRunRow
 from researchcrew.db.session import Sessions
 
@@ -67,21 +65,8 @@ _Method = Callable[Concatenate["DeepRunStore", P], Coroutine[Any, Any, T]]
 
 
 def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Database failures become ``MemoryStoreError`` naming the operation; the operation runs to its end when its
-    caller is cancelled (``db.failures.to_the_end``)."""
-
-    def decorate(method: _Method[P, T]) -> _Method[P, T]:
-        @functools.wraps(method)
-        async def wrapper(store: DeepRunStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            try:
-                return await to_the_end(method(store, *args, **kwargs))
-            except (SQLAlchemyError, OSError) as error:
-                logger.warning("deep run store %s failed: %s", operation, error)
-                raise store_failure(f"deep run store {operation}", error) from error
-
-        return wrapper
-
-    return decorate
+    """``db.failures.guarded`` for the deep-run store: failures name "deep run store <operation>"."""
+    return guarded(f"deep run store {operation}")
 
 
 def _now() -> datetime:

@@ -20,7 +20,6 @@ between machines does not matter.
 
 from __future__ import annotations
 
-import functools
 import logging
 import secrets
 import uuid
@@ -31,15 +30,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 from sqlalchemy import ColumnElement, and_, delete, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from researchcrew.contracts.cost import AnswerCost
 from researchcrew.contracts.synthesizer import FinalResponse
-from researchcrew.db.failures import to_the_end
+from researchcrew.db.failures import guarded
 from researchcrew.db.job_tables import JobRow, RunItemRow, RunRow
 from researchcrew.db.session import Sessions
-from researchcrew.errors import JobConflictError, JobNotFoundError, MemoryStoreError
+from researchcrew.errors import JobConflictError, JobNotFoundError
 from researchcrew.jobs._leases import LeaseHolder, this_process
 from researchcrew.jobs._schedule import next_slot, slot_key
 from researchcrew.jobs.contracts import (
@@ -136,22 +135,8 @@ _Method = Callable[Concatenate["JobStore", P], Coroutine[Any, Any, T]]
 
 
 def _guarded(operation: str) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Database failures become ``MemoryStoreError`` naming the operation (job errors pass through); the operation
-    runs to its end when its caller is cancelled (``db.failures.to_the_end``: a cut transaction keeps SQLite
-    locked)."""
-
-    def decorate(method: _Method[P, T]) -> _Method[P, T]:
-        @functools.wraps(method)
-        async def wrapper(store: JobStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            try:
-                return await to_the_end(method(store, *args, **kwargs))
-            except (SQLAlchemyError, OSError) as error:
-                logger.warning("job store %s failed: %s", operation, error)
-                raise MemoryStoreError(f"job store {operation} failed: {type(error).__name__}: {error}") from error
-
-        return wrapper
-
-    return decorate
+    """``db.failures.guarded`` for the job store: failures name "job store <operation>" (job errors pass through)."""
+    return guarded(f"job store {operation}")
 
 
 def _leased_to(run_id: str, index: int, worker: str) -> tuple[ColumnElement[bool], ...]:

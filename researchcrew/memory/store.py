@@ -17,7 +17,6 @@ Export and forget cover every table keyed by the user, also other domains' (deep
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
@@ -34,7 +33,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from researchcrew.blocking import BlockingPool
 from researchcrew.db import session as db_session
 from researchcrew.db.engine import Reader, create_engine, dialect_insert, upgrade
-from researchcrew.db.failures import store_failure, to_the_end
+from researchcrew.db.failures import guarded
 from researchcrew.db.models import (
     AnswerTableRow,
     ChatSessionRow,
@@ -113,23 +112,9 @@ _Method = Callable[Concatenate["MemoryStore", P], Coroutine[Any, Any, T]]
 
 
 def _guarded(operation: str, *, finish_when_cancelled: bool = True) -> Callable[[_Method[P, T]], _Method[P, T]]:
-    """Turn database failures into ``MemoryStoreError`` naming the operation (the cause stays chained). The
-    operation runs to its end when its caller is cancelled (``db.failures.to_the_end``), except reads on an
-    answer's deadline (``finish_when_cancelled=False``), which hold no lock and must stop at a source timeout."""
-
-    def decorate(method: _Method[P, T]) -> _Method[P, T]:
-        @functools.wraps(method)
-        async def wrapper(store: MemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-            work = method(store, *args, **kwargs)
-            try:
-                return await (to_the_end(work) if finish_when_cancelled else work)
-            except (SQLAlchemyError, OSError) as error:
-                logger.warning("memory store %s failed on %s: %s", operation, store.backend, error)
-                raise store_failure(f"memory store {operation}", error) from error
-
-        return wrapper
-
-    return decorate
+    """``db.failures.guarded`` for the memory store: failures name "memory store <operation>"; reads on an answer's
+    deadline pass ``finish_when_cancelled=False``."""
+    return guarded(f"memory store {operation}", finish_when_cancelled=finish_when_cancelled)
 
 
 class MemoryStore:
