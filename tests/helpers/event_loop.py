@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
+
+from tests.loopback.server import Reply, Request
 
 
 class LoopWatch:
@@ -35,6 +39,69 @@ class LoopWatch:
     async def __aenter__(self) -> LoopWatch:
         self._task = asyncio.create_task(self._tick())
         await asyncio.sleep(0)  # let the ticker start before the watched work does
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class LoopGatedReplies:
+    """Proof that a client keeps its event loop running *while its request is in flight*, whatever the machine's
+    load: the loopback server holds each reply until a ticker on the client's loop has run after the request
+    arrived. A client that blocks its loop on the request never lets the ticker run, so the server gives up after
+    ``give_up_s`` and ``every_reply_waited_for_the_loop`` is False (a wall-clock gap bound would be load-dependent).
+
+        gate = LoopGatedReplies()
+        with LoopbackServer(gate.holding(route)) as server:
+            async with gate:
+                await tool.search("...")
+        assert gate.every_reply_waited_for_the_loop
+    """
+
+    def __init__(self, give_up_s: float = 20.0) -> None:
+        self.give_up_s = give_up_s
+        self._arrivals = 0
+        self._loop_ran_after = 0  # the number of arrivals the loop has run after
+        self._changed = threading.Condition()
+        self.replies_held = 0
+        self.replies_given_up = 0
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def every_reply_waited_for_the_loop(self) -> bool:
+        return self.replies_held > 0 and self.replies_given_up == 0
+
+    def holding(self, route: Callable[[Request], Reply]) -> Callable[[Request], Reply]:
+        """``route`` whose replies wait (on the server's thread) for the client's loop to run."""
+
+        def held(request: Request) -> Reply:
+            with self._changed:
+                self._arrivals += 1
+                arrival = self._arrivals
+                self._changed.notify_all()
+                self.replies_held += 1
+                if not self._changed.wait_for(lambda: self._loop_ran_after >= arrival, timeout=self.give_up_s):
+                    self.replies_given_up += 1
+            return route(request)
+
+        return held
+
+    async def _tick(self) -> None:
+        while True:
+            with self._changed:
+                if self._loop_ran_after < self._arrivals:
+                    self._loop_ran_after = self._arrivals
+                    self._changed.notify_all()
+            await asyncio.sleep(0.005)
+
+    async def __aenter__(self) -> LoopGatedReplies:
+        self._task = asyncio.create_task(self._tick())
+        await asyncio.sleep(0)
         return self
 
     async def __aexit__(
