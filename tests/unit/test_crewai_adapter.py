@@ -119,7 +119,7 @@ def test_a_hanging_source_times_out_into_a_retryable_failure() -> None:
     adapter = CrewAIToolAdapter(HangingTool("arxiv", name="academic_search"), timeout_s=0.2)
     started = time.perf_counter()
     result = adapter.run(query="slow")
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < 4.0  # cut near its 0.2 s; the tool hangs forever (load margin)
     assert isinstance(result, ToolFailure)
     assert (result.code, result.retryable) == ("timeout", True)
     assert "did not answer within 0.2 s" in result.message

@@ -238,7 +238,7 @@ async def test_a_tool_that_ignores_timeout_is_cut_off_by_the_retriever() -> None
     tools = [IgnoresTimeoutTool("web"), FakeTool("rag")]
     started = time.perf_counter()
     output = await Retriever(tools).run(request(timeout_per_source=0.3))
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < 4.0  # cut near its 0.3 s; the tool never ends (load margin)
     assert report(output, "web_fake").error_kind == "timeout"
     assert tools[0].cancelled
     assert output.retrieval_status == "partial"
@@ -405,7 +405,7 @@ async def test_settings_give_the_defaults_and_an_explicit_request_wins() -> None
     fake = FakeTool("rag")
     started = time.perf_counter()
     output = await Retriever([hanging, fake], settings=settings).run(request())
-    assert time.perf_counter() - started < 1.0  # the settings' 0.2 s, not the input's default 7 s
+    assert time.perf_counter() - started < 4.0  # the settings' 0.2 s, not the input's default 7 s (load margin)
     assert report(output, "web_fake").error_message == "web_fake did not answer within 0.2 s"
     assert fake.calls[0][1]["num_results"] == 9
 
