@@ -300,7 +300,7 @@ class AnnotationIndex:
         try:
             for start in range(0, len(rows), _WRITE_ROWS):
                 batch = rows[start : start + _WRITE_ROWS]
-                self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+                self.store.upsert_companion(self.name, batch, operation="write annotations")
         finally:
             self._coverage_cache.clear()
 
