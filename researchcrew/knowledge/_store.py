@@ -488,6 +488,33 @@ class CollectionStore:
             )
         )
 
+    def upsert_companion(self, name: str, rows: list[dict[str, Any]], *, operation: str) -> None:
+        """Upsert ``rows``, each holding every field, into a companion collection of this store, sent as columns.
+
+        pymilvus packs a list of rows value by value in Python (type lookups and a normaliser for every field of every
+        row: 17 ms of CPU for a pass's 382 annotation rows, 2026-11-27), and a column in one call per field (7 ms).
+        The column path is the gRPC handler's (``MilvusClient`` has none); where a pymilvus version lacks the handler,
+        the rows are sent as rows.
+        """
+        if not rows:
+            return
+
+        def write(client: Any, *, timeout: float) -> Any:
+            connection = getattr(client, "_get_connection", None)
+            context = getattr(client, "_generate_call_context", None)
+            if connection is None or context is None:
+                return client.upsert(name, rows, timeout=timeout)
+            handler, call = connection(), context()  # the call context carries the database name
+            described = handler.describe_collection(name, timeout=timeout, context=call)
+            columns = [
+                {"name": field["name"], "type": field["type"], "values": [row[field["name"]] for row in rows]}
+                for field in described["fields"]
+                if not field.get("is_function_output")
+            ]
+            return handler.upsert(name, columns, timeout=timeout, context=call, schema=described)
+
+        self._call(operation, write)
+
     def search_companion(
         self, name: str, vector: Sequence[float], *, limit: int, expression: str, fields: Sequence[str], operation: str
     ) -> list[tuple[dict[str, Any], float]]:

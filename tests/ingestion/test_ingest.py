@@ -268,7 +268,7 @@ def test_killed_ingest_is_finished_by_the_next_run(
     )
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr.decode()[-2000:]
 
-    # Chunks only: annotations (issue 22) embed their label texts too, which is not what this test counts.
+    # Chunks only: what the annotation pass (issue 22) does is not what this test counts.
     chunks_only = settings.model_copy(update={"structured": settings.structured.model_copy(update={"annotate": False})})
     with KnowledgeBase(chunks_only, embedder=counting) as kb:
         finished = ingest_paths(kb, [path], batch_size=5, progress=False)

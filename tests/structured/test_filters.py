@@ -1,6 +1,6 @@
 """Typed filters in the Milvus expression (issue 22): the same results as filtering every annotation in Python on
-the benchmark's structured question set, only matching rows read from a collection of 10,000 annotations, and a
-collection made before the filter fields upgraded in place."""
+the benchmark's structured question set, only matching rows read from a collection of 10,000 annotations, and
+collections made before the filter fields or with label embeddings in every row upgraded in place."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from researchcrew.embedding.embedder import Embedder
 from researchcrew.knowledge import _schema as schema
 from researchcrew.knowledge.annotations import AnnotationIndex, annotations_search, index_for, parse_question
 from researchcrew.knowledge.annotations._filters import DAY, NUMBERS, TERMS
-from researchcrew.knowledge.annotations._index import SUFFIX
+from researchcrew.knowledge.annotations._index import PLACEHOLDER, PLACEHOLDER_DIMENSION, SUFFIX
 from researchcrew.knowledge.annotations._search import SearchResult
 from researchcrew.knowledge.collection import KnowledgeBase
 from researchcrew.knowledge.ingest import ingest_paths
@@ -143,6 +143,7 @@ def test_a_collection_made_before_the_filter_fields_is_upgraded(
             old = {key: value for key, value in row.items() if key not in (NUMBERS, DAY, TERMS)}
             if old["kind"] == "document":  # markers had no summary then
                 old["properties"] = {k: old["properties"][k] for k in ("notes", "annotations", "title")}
+            old[schema.DENSE] = [1.0] + [0.0] * (embedder.dimension - 1)  # the vector field was the embedder's then
             old_rows.append(old)
 
         def replace(client: Any, **kw: Any) -> None:
@@ -159,3 +160,72 @@ def test_a_collection_made_before_the_filter_fields_is_upgraded(
         fields = kb.store.call("describe", lambda c, **kw: c.describe_collection(name, **kw))["fields"]
         assert {NUMBERS, DAY, TERMS} <= {field["name"] for field in fields}
         assert fresh.count(["shared"]) == index.count(["shared"])
+
+
+def test_a_collection_with_label_embeddings_is_upgraded_to_placeholder_vectors(
+    tmp_path: Path, embedder: Embedder, corpus_dir: Path
+) -> None:
+    """Before, every row's vector embedded its labels (the embedder's dimension); nothing read them. A collection made
+    then is copied into one with the placeholder vector on open: every read answers as before, and writes go on."""
+    with KnowledgeBase(Settings(data_dir=tmp_path / "data"), embedder=embedder) as kb:
+        ingest_paths(kb, corpus_dir, progress=False)
+        index = index_for(kb)
+        assert index is not None
+        name = kb.store.collection + SUFFIX
+        fields = kb.store.call("describe", lambda c, **kw: c.describe_collection(name, **kw))["fields"]
+        dense = next(field for field in fields if field["name"] == schema.DENSE)
+        assert int(dense["params"]["dim"]) == PLACEHOLDER_DIMENSION  # a new collection holds no embeddings
+        asked = ["receipts containing tires", "Which solar panels have a width ≤ 1.2 m?", "receipts from 2024"]
+        asked += ["Which studies report a sample size above 1,000?", "items with a quantity above 3"]
+        before = [_identity(annotations_search(index, parse_question(q), ["shared"])) for q in asked]
+        rows = kb.store.call("read", lambda c, **kw: c.query(name, filter='pk != ""', output_fields=["*"], **kw))
+        assert rows and all(row[schema.DENSE] == PLACEHOLDER for row in rows)
+        texts = [row[schema.TEXT] for row in rows]
+        embedded = {text: vector.tolist() for text, vector in zip(texts, embedder.embed_documents(texts), strict=True)}
+        old_rows = [{**row, schema.DENSE: embedded[row[schema.TEXT]]} for row in rows]
+
+        def replace(client: Any, **kw: Any) -> None:
+            built = client.describe_collection(name, **kw)
+            client.drop_collection(name, **kw)
+            _embedding_schema(client, name, built["fields"], embedder.dimension)
+            client.insert(name, old_rows, **kw)
+
+        kb.store.call("make the collection as it was", replace)
+        kb.store.close()  # as a new process would find it
+        fresh = index_for(kb)
+        assert fresh is not None
+        after = [_identity(annotations_search(fresh, parse_question(q), ["shared"])) for q in asked]
+        assert after == before and any(entry["matches"] for entry in after)
+        fields = kb.store.call("describe", lambda c, **kw: c.describe_collection(name, **kw))["fields"]
+        dense = next(field for field in fields if field["name"] == schema.DENSE)
+        assert int(dense["params"]["dim"]) == PLACEHOLDER_DIMENSION
+        assert fresh.count(["shared"]) == index.count(["shared"])
+        copied = kb.store.call("read", lambda c, **kw: c.query(name, filter='pk != ""', output_fields=["*"], **kw))
+        assert sorted(row[schema.PK] for row in copied) == sorted(row[schema.PK] for row in rows)
+        report = ingest_paths(kb, corpus_dir, progress=False)  # unchanged documents: their annotations are current
+        assert report.annotations_added == 0 and not report.errors
+        assert fresh.count(["shared"]) == index.count(["shared"])
+
+
+def _embedding_schema(client: Any, name: str, fields: list[dict[str, Any]], dimension: int) -> None:
+    """The annotation collection as made before placeholder vectors: the same fields, the vector the embedder's."""
+    from pymilvus import DataType, MilvusClient
+
+    built = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    for field in fields:
+        params = dict(field.get("params") or {})
+        options: dict[str, Any] = {key: int(params[key]) for key in ("max_length", "max_capacity") if key in params}
+        if field["type"] == DataType.FLOAT_VECTOR:
+            options["dim"] = dimension
+        if field["type"] == DataType.ARRAY:
+            options["element_type"] = field["element_type"]
+        built.add_field(
+            field["name"],
+            field["type"],
+            is_primary=field.get("is_primary", False),
+            is_partition_key=field.get("is_partition_key", False),
+            **options,
+        )
+    params = client.prepare_index_params()
+    params.add_index(field_name=schema.DENSE, index_type="FLAT", metric_type="COSINE")
+    client.create_collection(name, schema=built, index_params=params, consistency_level="Strong")

@@ -61,13 +61,8 @@ class Annotation(Contract):
     file: str | None = Field(default=None, max_length=4_000, description="The file it was loaded from.")
     extracted_by: Literal["rules", "llm"] = Field(default="rules", description="Who extracted it.")
 
-    def label_text(self) -> str:
-        """What the annotation is about, ``label; label``: the text its vector embeds (the same for every row of a
-        table and every fact of one label, so a corpus has few of them to embed)."""
-        return "; ".join(value.label for value in self.values)
-
     def serialised(self) -> str:
-        """``label: value; label: value`` — the text embedded so that "qty" finds "quantity"."""
+        """``label: value; label: value`` — the annotation as text (its row's text field)."""
         body = "; ".join(f"{value.label}: {value.text}" for value in self.values)
         where = self.table or self.section
         return f"{where} — {body}" if where else body

@@ -4,11 +4,13 @@ One row per annotation: its document collection (the partition key, filtered exa
 ``knowledge/access.py``), source key, document and chunk ids, kind, the normalised labels (an ARRAY the label
 filter reads), the serialised ``label: value`` text, a vector, and the whole annotation with typed properties as
 JSON, and the scalar fields the typed filters read in Milvus (``_filters``: normalised numbers with their dimension,
-the day, the stemmed words; a collection made before them is upgraded on open, ``_upgrade``). The vector embeds what
-the annotation is *about* — its labels ("Item;
-Qty; Price") — so that "qty" finds "quantity"; values are matched by the typed filters, exactly. Every row of a
-table and every fact of one label share that text, so it is embedded once per pass, not once per annotation (what
-keeps the ingest slow-down small: ``benchmarks/structured.py``).
+the day, the stemmed words; a collection made before them is upgraded on open, ``_upgrade``). Values are matched by
+the typed filters, exactly; labels by their words or by meaning ("qty" finds "quantity": ``_search``, which embeds
+the labels the documents' markers list, once per index, at question time). So a row's vector holds no embedding:
+Milvus wants a vector field in every collection, and this one has a two-dimensional placeholder that nothing
+searches (``PLACEHOLDER``). Each row carried the embedding of its labels before, which no query read, and writing
+384 floats per row was most of what the annotations added to an ingest (``benchmarks/structured.py``); a collection
+made then is upgraded on open like one without the filter fields.
 
 One marker row per document (kind ``document``) records that its
 annotations are current for its ``doc_id``, what the caps cut and a summary (labels, dimensions, subject words) that
@@ -73,11 +75,12 @@ KIND = "kind"
 PROPERTIES = "properties"
 DOCUMENT_MARKER = "document"
 _WRITE_ROWS = 512
-_EMBED_BATCH = 256
 _KEYS_PER_QUERY = 1024
 _FIELDS = [schema.PK, schema.COLLECTION, schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_ID, KIND, PROPERTIES]
 _SCHEMA_FIELDS = (NUMBERS, DAY, TERMS)  # a collection without them predates filters in Milvus: upgraded on open
 UPGRADE_SUFFIX = "__filters"
+PLACEHOLDER_DIMENSION = 2  # the vector field's: Milvus wants one in every collection; nothing searches it
+PLACEHOLDER = [1.0, 0.0]  # every row's vector (a zero vector has no cosine)
 COVERAGE_TTL_S = 30.0  # against a Milvus server (other processes write): how old a cached summary may be
 _COVERAGE_SCOPES = 256  # collection sets whose summary is kept (each user reads shared + private + their teams)
 _T = TypeVar("_T")
@@ -95,11 +98,10 @@ class AnnotationReport(Contract):
 
 @dataclass
 class StoredAnnotation:
-    """An annotation read back, with the document collection it is in and, for a vector search, its score."""
+    """An annotation read back, with the document collection it is in."""
 
     annotation: Annotation
     collection: str
-    score: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -191,14 +193,14 @@ class AnnotationIndex:
             if self._ready or self.store.companion_ready(self.name):  # another index of this store opened it
                 self._ready = True
                 return
-            dimension = self.embedder.dimension
             lite = self.store.lite
 
             def exists(client: Any, *, timeout: float) -> tuple[bool, bool]:
                 if not client.has_collection(self.name, timeout=timeout):
                     return False, False
-                fields = {field["name"] for field in client.describe_collection(self.name, timeout=timeout)["fields"]}
-                return True, all(name in fields for name in _SCHEMA_FIELDS)
+                described = client.describe_collection(self.name, timeout=timeout)["fields"]
+                fields = {field["name"]: field for field in described}
+                return True, all(name in fields for name in _SCHEMA_FIELDS) and _placeholder_vectors(fields)
 
             def create(client: Any, *, timeout: float, name: str = self.name) -> None:
                 from pymilvus import DataType, MilvusClient
@@ -228,7 +230,7 @@ class AnnotationIndex:
                     max_capacity=MAX_TERMS,
                     max_length=TERM_BYTES,
                 )
-                built.add_field(schema.DENSE, DataType.FLOAT_VECTOR, dim=dimension)
+                built.add_field(schema.DENSE, DataType.FLOAT_VECTOR, dim=PLACEHOLDER_DIMENSION)
                 params = schema.dense_index_params(
                     client, lite=lite, filtered=(schema.SOURCE_KEY, schema.DOC_ID, KIND, LABELS, DAY, TERMS)
                 )
@@ -248,10 +250,10 @@ class AnnotationIndex:
             self.store.mark_companion_ready(self.name)
 
     def _upgrade(self, create: Callable[[Any, float], None]) -> None:
-        """A collection made before the filter fields (``NUMBERS``, ``DAY``, ``TERMS``) is copied into one with them,
-        the fields derived from each row's stored annotation and its document's facts (nothing is extracted or
-        embedded again), then replaces it. Interrupted before the swap, the old collection is untouched and the
-        next open copies again."""
+        """A collection made before the filter fields (``NUMBERS``, ``DAY``, ``TERMS``) or with embeddings in its
+        vector field is copied into one of the current schema, the fields derived from each row's stored annotation
+        and its document's facts (nothing is extracted again), then replaces it. Interrupted before the swap, the
+        old collection is untouched and the next open copies again."""
         from researchcrew.knowledge.annotations._upgrade import copy_with_filters
 
         copy = self.name + UPGRADE_SUFFIX
@@ -298,7 +300,7 @@ class AnnotationIndex:
         try:
             for start in range(0, len(rows), _WRITE_ROWS):
                 batch = rows[start : start + _WRITE_ROWS]
-                self.store.call("write annotations", lambda c, b=batch, **kw: c.upsert(self.name, b, **kw))
+                self.store.upsert_companion(self.name, batch, operation="write annotations")
         finally:
             self._coverage_cache.clear()
 
@@ -339,7 +341,6 @@ class AnnotationIndex:
             latest = {key: doc for key, doc in latest.items() if held.get(key) != doc.doc_id}
         rows: list[dict[str, Any]] = []
         markers: list[dict[str, Any]] = []
-        texts: list[str] = []
         known = chunks or {}
         for document in latest.values():
             passages = known.get(document.source_key)
@@ -353,7 +354,6 @@ class AnnotationIndex:
             scope = _document_scope(collection, document.source_key)
             day = document_day(extraction.annotations)
             for number, annotation in enumerate(extraction.annotations):
-                texts.append(annotation.label_text())
                 rows.append(
                     {
                         schema.PK: f"{scope}:{annotation.chunk_id}:{number}",
@@ -365,13 +365,12 @@ class AnnotationIndex:
                         schema.TEXT: schema.clip(schema.TEXT, annotation.serialised()),
                         PROPERTIES: annotation.model_dump_json(),
                         **_serialised_numbers(filter_fields(annotation, day)),
+                        schema.DENSE: PLACEHOLDER,
                     }
                 )
             report.annotations += len(extraction.annotations)
             summary = document_summary(extraction.annotations)
             markers.append(self._marker(document, collection, scope, notes, len(extraction.annotations), summary))
-        for row, vector in zip(rows, self._vectors(texts), strict=True):
-            row[schema.DENSE] = vector
         # What the keys held goes first; the markers come last, so a pass cut off part-way leaves documents without
         # a marker, which the next ingest annotates again (``only_missing``).
         self.remove(source_keys=list(latest), collection=collection)
@@ -388,7 +387,6 @@ class AnnotationIndex:
     def _marker(
         self, document: Document, collection: str, scope: str, notes: list[str], count: int, summary: dict[str, Any]
     ) -> dict[str, Any]:
-        dimension = self.embedder.dimension
         return {
             schema.PK: f"{scope}:{document.doc_id}:document",
             schema.COLLECTION: collection,
@@ -404,18 +402,8 @@ class AnnotationIndex:
             NUMBERS: "{}",
             DAY: "",
             TERMS: [],
-            schema.DENSE: [1.0] + [0.0] * (dimension - 1),  # never searched (markers are filtered out)
+            schema.DENSE: PLACEHOLDER,
         }
-
-    def _vectors(self, texts: list[str]) -> list[list[float]]:
-        """One vector per text, each distinct text embedded once (the rows of a table share their labels)."""
-        distinct = list(dict.fromkeys(texts))
-        found: dict[str, list[float]] = {}
-        for start in range(0, len(distinct), _EMBED_BATCH):
-            batch = distinct[start : start + _EMBED_BATCH]
-            for text, vector in zip(batch, self.embedder.embed_documents(batch), strict=True):
-                found[text] = vector.tolist()
-        return [found[text] for text in texts]
 
     def remove(self, *, source_keys: Sequence[str] = (), collection: str | None = None) -> int:
         """Delete the annotations (and markers) of these source keys; returns how many rows went."""
@@ -511,26 +499,6 @@ class AnnotationIndex:
                 found.setdefault(label, set()).update(dimensions)
         return {label: frozenset(dimensions) for label, dimensions in found.items()}
 
-    def search(self, vector: Sequence[float], collections: Sequence[str], *, limit: int = 50) -> list[StoredAnnotation]:
-        """Annotations whose serialised text is nearest ``vector`` (cosine), in ``collections``."""
-        if not collections:
-            return []
-        self._ensure()
-        hits = self.store.search_companion(
-            self.name,
-            vector,
-            limit=limit,
-            expression=self._scope(collections),
-            fields=_FIELDS,
-            operation="search annotations",
-        )
-        found: list[StoredAnnotation] = []
-        for entity, score in hits:
-            stored = _stored(entity)
-            stored.score = score
-            found.append(stored)
-        return found
-
     def notes(self, collections: Sequence[str]) -> list[str]:
         """What caps cut in the documents of ``collections`` (from their marker rows)."""
         if not collections:
@@ -614,6 +582,12 @@ class AnnotationIndex:
             lambda c, **kw: c.query(self.name, filter=self._scope(collections), output_fields=["count(*)"], **kw),
         )
         return int(rows[0]["count(*)"]) if rows else 0
+
+
+def _placeholder_vectors(fields: Mapping[str, Any]) -> bool:
+    """Whether the described vector field is the placeholder (a collection made before holds label embeddings)."""
+    dense = fields.get(schema.DENSE) or {}
+    return int((dense.get("params") or {}).get("dim", 0)) == PLACEHOLDER_DIMENSION
 
 
 def _serialised_numbers(fields: dict[str, Any]) -> dict[str, Any]:

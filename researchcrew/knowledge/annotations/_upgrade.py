@@ -1,9 +1,10 @@
-"""Upgrade an annotation collection made before filters ran in Milvus: copy its rows into one with the filter fields.
+"""Upgrade an annotation collection made before the current schema — before filters ran in Milvus, or when every row
+carried the embedding of its labels — by copying its rows into one of the current schema.
 
 The fields (``_filters``: ``numbers``, ``day``, ``terms``) and the markers' summaries are derived from what each row
 already stores — its annotation as JSON — and from its document's other rows (the first date fact), so nothing is
-extracted or embedded again: vectors are copied. Two passes over the old collection: the documents' facts and
-summaries first, then the rows with their new fields.
+extracted again; the old vectors are not read (each row gets the placeholder, ``_index.PLACEHOLDER``). Two passes over
+the old collection: the documents' facts and summaries first, then the rows with their new fields.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from researchcrew.knowledge.annotations._filters import (
     document_summary,
     filter_fields,
 )
+from researchcrew.knowledge.annotations._index import PLACEHOLDER
 
 if TYPE_CHECKING:
     from researchcrew.knowledge._store import CollectionStore
@@ -32,7 +34,7 @@ _KIND = "kind"
 _PROPERTIES = "properties"
 _MARKER = "document"
 _COPIED = [schema.PK, schema.COLLECTION, schema.SOURCE_KEY, schema.DOC_ID, schema.CHUNK_ID, _KIND, schema.TEXT]
-_COPIED += [_PROPERTIES, LABELS, schema.DENSE]
+_COPIED += [_PROPERTIES, LABELS]
 
 
 def _rows(store: CollectionStore, name: str, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
@@ -54,7 +56,7 @@ def _rows(store: CollectionStore, name: str, fields: Sequence[str]) -> Iterator[
 
 
 def copy_with_filters(store: CollectionStore, old: str, new: str) -> int:
-    """Copy every row of ``old`` into ``new`` (which has the filter fields); returns how many rows were copied."""
+    """Copy every row of ``old`` into ``new`` (the current schema); returns how many rows were copied."""
     documents: dict[tuple[str, str], list[Annotation]] = defaultdict(list)
     for row in _rows(store, old, [schema.COLLECTION, schema.SOURCE_KEY, _KIND, _PROPERTIES]):
         if row[_KIND] != _MARKER:
@@ -67,6 +69,7 @@ def copy_with_filters(store: CollectionStore, old: str, new: str) -> int:
     for row in _rows(store, old, _COPIED):
         key = (row[schema.COLLECTION], row[schema.SOURCE_KEY])
         copy = {field: row[field] for field in _COPIED}
+        copy[schema.DENSE] = PLACEHOLDER
         if row[_KIND] == _MARKER:
             copy[_PROPERTIES] = {**row[_PROPERTIES], **document_summary(documents.get(key, []))}
             copy.update({LABELS: [], NUMBERS: {}, DAY: "", TERMS: []})
