@@ -7,9 +7,10 @@ separate passages that state a question or claim from passages of related work, 
 ``record`` runs ``answer_quality.py``'s questions through the pipeline (same settings) and keeps, per question,
 every passage the support stage measured (title, text, support, whether it is a gold passage) with the answer's
 confidence and verdict. ``replay`` computes, for the ``--top`` passages of highest support, the MaxSim of the
-question's content tokens against the passage's tokens (each token's best cosine with any passage token, averaged;
-optionally idf-weighted by the recorded passages), and reports the AUROC of the answer's confidence, of the best
-support, and of blends of the support with the signal, per corpus. Tune only on ``tune``.
+question's content word pieces against the passage's (``pipeline/_late.py``) and replays the support with late
+interaction on the k = 1..top best passages over a grid of weight / floor / full (k = 0: the support as recorded):
+AUROC of the best support per corpus, and answered / abstained at ``answer_min_support`` (0.45). Tune only on
+``tune``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -86,145 +85,77 @@ def record(argv: Sequence[str]) -> dict[str, Any]:
 
 
 # The signal ----------------------------------------------------------------------------------------------------------
-class TokenEncoder:
-    """Token embeddings of the packaged MiniLM (the ONNX session's hidden states, L2-normalised per token)."""
+def measure(rows: list[dict[str, Any]], top: int) -> float:
+    """MaxSim (``pipeline/_late.py``) of each row's question against its ``top`` passages of highest support, as
+    ``passage["maxsim"]``; returns the CPU seconds it took."""
+    from researchcrew.embedding.embedder import default_cache_dir, get_embedder
+    from researchcrew.embedding.tokens import TokenEmbedder
+    from researchcrew.pipeline._late import max_sim
+    from researchcrew.settings import EmbeddingSettings
 
-    def __init__(self) -> None:
-        import numpy as np
-
-        from researchcrew.embedding.embedder import default_cache_dir, get_embedder
-        from researchcrew.settings import EmbeddingSettings
-
-        self.np = np
-        self.embedder: Any = get_embedder(EmbeddingSettings(cache_dir=default_cache_dir()))
-        self.cache: dict[str, tuple[list[str], Any]] = {}
-
-    def tokens(self, text: str) -> tuple[list[str], Any]:
-        """(word pieces, their unit vectors), [CLS]/[SEP] left out."""
-        cached = self.cache.get(text)
-        if cached is not None:
-            return cached
-        np = self.np
-        embedder = self.embedder
-        encoding = embedder._tokenizer.encode(text)
-        ids = np.asarray([encoding.ids], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-        (hidden,) = embedder._session.run(None, {name: feed[name] for name in embedder._inputs})
-        vectors = np.asarray(hidden[0], dtype=np.float32)[1:-1]
-        vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-        result = (encoding.tokens[1:-1], vectors)
-        self.cache[text] = result
-        return result
+    embedder = get_embedder(EmbeddingSettings(cache_dir=default_cache_dir()))
+    assert isinstance(embedder, TokenEmbedder)
+    started = time.process_time()
+    for row in rows:
+        chosen = row["passages"][:top]
+        texts = [row["text"], *(f"{p['title']}\n{p['text']}"[:1_000] for p in chosen)]  # as _support._passages
+        asked, *read = embedder.embed_tokens(texts)
+        for passage, tokens in zip(chosen, read, strict=True):
+            passage["maxsim"] = max_sim(asked, tokens)
+    return time.process_time() - started
 
 
-def content_mask(tokens: list[str]) -> list[bool]:
-    """Word pieces that belong to a content word of the question (stop words and punctuation out)."""
-    from researchcrew.text.terms import QUERY_STOP_WORDS
+def rescored(row: dict[str, Any], k: int, weight: float, floor: float, full: float) -> tuple[float, bool]:
+    """The question's best support with late interaction on its ``k`` best passages (the rest capped at the least
+    of those), and whether the best passage is gold — what ``EmbeddingSupport._read_closely`` does."""
+    from researchcrew.pipeline._late import late_support
 
-    mask: list[bool] = []
-    words: list[tuple[int, int]] = []  # (start, end) of each whole word in pieces
-    for index, token in enumerate(tokens):
-        if token.startswith("##") and words:
-            words[-1] = (words[-1][0], index + 1)
-        else:
-            words.append((index, index + 1))
-    mask = [False] * len(tokens)
-    for start, end in words:
-        word = "".join(t.removeprefix("##") for t in tokens[start:end])
-        if word.isalnum() and word not in QUERY_STOP_WORDS and not (len(word) == 1 and word.isalpha()):
-            for index in range(start, end):
-                mask[index] = True
-    return mask
-
-
-def maxsim(encoder: TokenEncoder, query: str, passage: str, idf: dict[str, float] | None) -> float:
-    np = encoder.np
-    q_tokens, q_vectors = encoder.tokens(query)
-    _, p_vectors = encoder.tokens(passage)
-    mask = content_mask(q_tokens)
-    if not any(mask) or len(p_vectors) == 0:
-        return 0.0
-    best = (q_vectors @ p_vectors.T).max(axis=1)
-    weights = np.asarray(
-        [(idf.get(t, max(idf.values())) if idf else 1.0) if m else 0.0 for t, m in zip(q_tokens, mask, strict=True)]
-    )
-    return float((best * weights).sum() / weights.sum())
+    passages = row["passages"]
+    if not passages:
+        return 0.0, False
+    if k == 0:
+        return float(passages[0]["support"]), bool(passages[0].get("gold"))
+    read = [
+        (late_support(float(p["support"]), float(p["maxsim"]), weight=weight, floor=floor, full=full), p)
+        for p in passages[:k]
+    ]
+    ceiling = min(score for score, _ in read)
+    rest = [(min(float(p["support"]), ceiling), p) for p in passages[k:]]
+    score, best = max(read + rest, key=lambda pair: pair[0])
+    return score, bool(best.get("gold"))
 
 
-def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float | None:
-    return aq.auroc(positives, negatives)
+def evaluate(rows: list[dict[str, Any]], k: int, weight: float, floor: float, full: float) -> dict[str, Any]:
+    scored = [(row, *rescored(row, k, weight, floor, full)) for row in rows]
+    result: dict[str, Any] = {}
+    for corpus in ("all", *aq.CORPORA):
+        members = [item for item in scored if corpus in ("all", item[0]["corpus"])]
+        result[corpus] = aq.auroc(
+            [s for r, s, _ in members if r["answerable"]], [s for r, s, _ in members if not r["answerable"]]
+        )
+    answerable = [item for item in scored if item[0]["answerable"]]
+    unanswerable = [item for item in scored if not item[0]["answerable"]]
+    threshold = 0.45  # answer_min_support
+    result["answered"] = aq._rate(sum(s >= threshold for _, s, _ in answerable), len(answerable))
+    result["best_is_gold"] = aq._rate(sum(s >= threshold and g for _, s, g in answerable), len(answerable))
+    result["abstained"] = aq._rate(sum(s < threshold for _, s, _ in unanswerable), len(unanswerable))
+    return result
 
 
 def replay(path: Path, top: int, splits: Sequence[str]) -> dict[str, Any]:
     rows = [row for row in json.loads(path.read_text())["rows"] if row["split"] in splits]
-    encoder = TokenEncoder()
-    # Word-piece document frequencies over every recorded passage (the knowledge base's stand-in), per corpus.
-    idf_by_corpus: dict[str, dict[str, float]] = {}
-    for corpus in {row["corpus"] for row in rows}:
-        seen: dict[str, str] = {}
-        for row in rows:
-            if row["corpus"] == corpus:
-                for passage in row["passages"]:
-                    seen[passage["chunk_id"]] = f"{passage['title']}\n{passage['text']}"
-        counts: Counter[str] = Counter()
-        for text in seen.values():
-            counts.update(set(encoder.embedder._tokenizer.encode(text).tokens[1:-1]))
-        total = len(seen)
-        idf_by_corpus[corpus] = {t: math.log(1 + (total - n + 0.5) / (n + 0.5)) for t, n in counts.items()}
-    started = time.perf_counter()
-    measured = 0
-    for row in rows:
-        query = row["text"]
-        for passage in row["passages"][:top]:
-            text = f"{passage['title']}\n{passage['text']}"
-            passage["maxsim"] = maxsim(encoder, query, text, None)
-            passage["maxsim_idf"] = maxsim(encoder, query, text, idf_by_corpus[row["corpus"]])
-            measured += 1
-    seconds = time.perf_counter() - started
-
-    def question_score(row: dict[str, Any], how: str) -> float:
-        top_passages = row["passages"][:top]
-        if not top_passages:
-            return 0.0
-        if how == "confidence":
-            return float(row["confidence"])
-        if how == "support":
-            return float(top_passages[0]["support"])
-        signal, _, blend = how.partition(":")
-        if not blend:
-            return max(float(p[signal]) for p in top_passages)
-        kind, _, weight_text = blend.partition("=")
-        weight = float(weight_text)
-        if kind == "mul":  # support × maxsim^w
-            return max(float(p["support"]) * max(0.0, float(p[signal])) ** weight for p in top_passages)
-        return max((1 - weight) * float(p["support"]) + weight * float(p[signal]) for p in top_passages)
-
-    variants = ["confidence", "support", "maxsim", "maxsim_idf"]
-    for signal in ("maxsim", "maxsim_idf"):
-        variants += [f"{signal}:add={w}" for w in (0.2, 0.4, 0.6)]
-        variants += [f"{signal}:mul={w}" for w in (1, 2, 4, 8)]
-    result: dict[str, Any] = {"top": top, "passages_measured": measured, "seconds": round(seconds, 1)}
+    cpu_s = measure(rows, top)
+    result: dict[str, Any] = {"questions": len(rows), "top": top, "cpu_s": round(cpu_s, 1)}
+    grid = [(0, 0.0, 0.6, 0.8)] + [
+        (k, weight, floor, full)
+        for k in range(1, top + 1)
+        for weight in (0.3, 0.5, 0.7, 1.0)
+        for floor in (0.4, 0.5, 0.6)
+        for full in (0.7, 0.8, 0.9)
+    ]
     for split in splits:
-        table: dict[str, Any] = {}
-        for corpus in ("all", *aq.CORPORA):
-            members = [r for r in rows if r["split"] == split and corpus in ("all", r["corpus"])]
-            if not members:
-                continue
-            table[corpus] = {
-                how: auroc(
-                    [question_score(r, how) for r in members if r["answerable"]],
-                    [question_score(r, how) for r in members if not r["answerable"]],
-                )
-                for how in variants
-            }
-        # Per-passage: does the signal tell a gold passage from a non-gold one among the top passages?
-        gold = [p for r in rows if r["split"] == split for p in r["passages"][:top] if p.get("gold")]
-        other = [p for r in rows if r["split"] == split for p in r["passages"][:top] if not p.get("gold")]
-        table["passage_level"] = {
-            key: auroc([float(p[key]) for p in gold], [float(p[key]) for p in other])
-            for key in ("support", "maxsim", "maxsim_idf")
-        }
-        result[split] = table
+        members = [row for row in rows if row["split"] == split]
+        result[split] = {f"k={k} w={w} floor={lo} full={hi}": evaluate(members, k, w, lo, hi) for k, w, lo, hi in grid}
     return result
 
 
@@ -235,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rec.add_argument("--out", type=Path, required=True)
     rep = sub.add_parser("replay", help="Compute the signal on a recording; AUROC per corpus.")
     rep.add_argument("recording", type=Path)
-    rep.add_argument("--top", type=int, default=3, help="Passages of highest support measured per question.")
+    rep.add_argument("--top", type=int, default=3, help="At most this many passages read per question (k = 1..top).")
     rep.add_argument("--split", default="tune", help="Comma-separated splits to score (tune only while tuning).")
     args, rest = parser.parse_known_args(argv)
     if args.command == "record":

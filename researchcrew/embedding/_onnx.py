@@ -26,7 +26,7 @@ from researchcrew.embedding._cpu import usable_cpus
 from researchcrew.embedding._onnx_export import export_model
 from researchcrew.embedding._onnx_layout import ModelLayout, inspect_model
 from researchcrew.embedding._query_cache import QueryVectors
-from researchcrew.embedding._tokens import TokenVectors, unit_rows
+from researchcrew.embedding.tokens import TokenVectors, unit_rows
 from researchcrew.errors import ModelUnavailableError
 
 logger = logging.getLogger(__name__)

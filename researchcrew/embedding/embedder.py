@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from researchcrew.embedding._query_cache import QueryVectors
-from researchcrew.embedding._tokens import TokenVectors, unit_rows
+from researchcrew.embedding.tokens import TokenVectors, unit_rows
 from researchcrew.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ class SentenceTransformerEmbedder:
         return self._queries.get(text, lambda query: self.embed_documents([query])[0])
 
     def embed_tokens(self, texts: list[str]) -> list[TokenVectors]:
-        """Each text's word pieces and their unit vectors in context ([CLS]/[SEP] left out; ``_tokens.py``)."""
+        """Each text's word pieces and their unit vectors in context ([CLS]/[SEP] left out; ``tokens.py``)."""
         result: list[TokenVectors] = []
         for text in texts:
             encoded = self._model.encode(text, output_value="token_embeddings", convert_to_numpy=True)

@@ -4,7 +4,7 @@ A passage's single vector averages away *which* of its words carry the question'
 neighbouring finding of the same topic ("birth weight and maternal smoking" for "placental weight is associated
 with preeclampsia") scores as high as the one that states the claim. ColBERT's MaxSim keeps the words apart: each
 content word piece of the question (stop words and punctuation left out) takes its best cosine with any word piece
-of the passage, both embedded in context by the shared model (``embedding/_tokens.py``), and the mean of those is
+of the passage, both embedded in context by the shared model (``embedding/tokens.py``), and the mean of those is
 the passage's score. A passage restating the claim's specific terms in the same relations scores 0.8–0.95; a
 related one 0.5–0.7.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from researchcrew.embedding._tokens import TokenVectors
+from researchcrew.embedding.tokens import TokenVectors
 from researchcrew.text.terms import QUERY_STOP_WORDS
 
 _CONTINUATION = "##"

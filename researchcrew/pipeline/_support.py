@@ -77,7 +77,7 @@ import numpy.typing as npt
 
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_evidence
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
-from researchcrew.embedding._tokens import TokenEmbedder
+from researchcrew.embedding.tokens import TokenEmbedder
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
 from researchcrew.pipeline._late import late_support, max_sim
