@@ -616,7 +616,8 @@ class ConfidenceSettings(_Group):
     ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
     (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``) or none of
     whose sentences states the answer: the question's specific words with the kind of answer asked for
-    (``statement_*``, pipeline/_statement.py). Before
+    (``statement_*``, pipeline/_statement.py); the few passages of highest support are also read word by word
+    against the question (``late_interaction_*``, pipeline/_late.py). Before
     writing, the best support decides: at least ``answer_min_support`` → answer;
     below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
     confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band

@@ -17,7 +17,11 @@ asks the question directly:
   from the neighbour (issue 20, ``benchmarks/answer_quality.py``). Conversation memory is judged by its own rules;
 * **statement** — a passage on the question's subject may still not state its answer: no sentence of it holds the
   question's specific words together with the kind of answer asked for (a name for "who", a date for "when", a
-  number for "how many"); its support is multiplied by ``pipeline.statement.statement_factors`` (model-free).
+  number for "how many"); its support is multiplied by ``pipeline.statement.statement_factors`` (model-free);
+* **read closely** — the few passages of highest support are also compared with the question word piece by word
+  piece (late interaction, ``pipeline/_late.py``): a related abstract on the neighbouring finding shares the topic's
+  vector but does not restate the claim's own terms in context. A passage not read so is capped at the least support
+  of those that were.
 
 **One scale for every knowledge base.** ``semantic_floor`` and ``semantic_full`` were set on the demo corpus, where a
 question it cannot answer at all finds its best passage at a cosine of about 0.17 (``REFERENCE_NULL_COSINE``). In a
