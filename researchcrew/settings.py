@@ -616,7 +616,8 @@ class ConfidenceSettings(_Group):
     ``semantic_full`` (1) — blended with the share of the question's content words the passage contains
     (``coverage_weight``), less for a passage that lacks a name the question uses (``name_penalty``) or none of
     whose sentences states the answer: the question's specific words with the kind of answer asked for
-    (``statement_*``, pipeline/_statement.py). Before
+    (``statement_*``, pipeline/_statement.py); the few passages of highest support are also read word by word
+    against the question (``late_interaction_*``, pipeline/_late.py). Before
     writing, the best support decides: at least ``answer_min_support`` → answer;
     below → reformulate the search (at most twice), then the uncertainty answer. After writing, the answer's
     confidence = (``support_weight`` × best cited support + rest × mean cited quality) × agreement, and its band
@@ -694,6 +695,31 @@ class ConfidenceSettings(_Group):
         "by how far an off-topic question's best cosine there sits above the demo corpus's (pipeline/_support.py), "
         "so a corpus where every passage looks relevant to the model does not answer from a neighbouring one.",
     )
+    late_interaction_passages: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="The passages of highest support that are also read token by token (late interaction, "
+        "pipeline/_late.py: each content word of the question against the passage's words in context), which tells "
+        "a passage stating a claim from one on the neighbouring finding; one model run each (0 turns this off). "
+        "Chosen on the tune split of benchmarks/answer_quality.py.",
+    )
+    late_interaction_weight: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Weight of the late-interaction match in the support of a passage read token by token; the rest "
+        "is its support as measured before.",
+    )
+    late_interaction_floor: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="Late-interaction match (mean best token cosine) that counts as no match (0).",
+    )
+    late_interaction_full: float = Field(
+        default=0.8, ge=0, le=1, description="Late-interaction match that counts as a full match (1)."
+    )
     support_weight: float = Field(
         default=0.7,
         ge=0,
@@ -722,6 +748,8 @@ class ConfidenceSettings(_Group):
             raise ValueError(f"bands must be ordered low <= medium <= high, got {self.low}, {self.medium}, {self.high}")
         if self.semantic_full <= self.semantic_floor:
             raise ValueError("semantic_full must be greater than semantic_floor")
+        if self.late_interaction_full <= self.late_interaction_floor:
+            raise ValueError("late_interaction_full must be greater than late_interaction_floor")
         return self
 
 

@@ -26,6 +26,7 @@ from researchcrew.embedding._cpu import usable_cpus
 from researchcrew.embedding._onnx_export import export_model
 from researchcrew.embedding._onnx_layout import ModelLayout, inspect_model
 from researchcrew.embedding._query_cache import QueryVectors
+from researchcrew.embedding.tokens import TokenVectors, unit_rows
 from researchcrew.errors import ModelUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,29 @@ class OnnxEmbedder:
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         """One text's vector; recent queries are remembered (``query_cache``): a question is embedded once."""
         return self._queries.get(text, lambda query: self.embed_documents([query])[0])
+
+    def embed_tokens(self, texts: list[str]) -> list[TokenVectors]:
+        """Each text's word pieces and their unit vectors (the model's last hidden states, before pooling; [CLS]
+        and [SEP] left out), for late interaction (``pipeline/_late.py``). One session run per text, on the
+        worker threads when there are several."""
+        if not texts:
+            return []
+        with self._tokenizer_lock:
+            encodings = self._tokenizer.encode_batch(texts)  # with the pieces' strings (the fast call has none)
+            pieces = [(list(encoding.ids), list(encoding.tokens)) for encoding in encodings]
+
+        def run(ids: list[int]) -> npt.NDArray[np.float32]:
+            input_ids = np.asarray([ids], dtype=np.int64)
+            feed = {"input_ids": input_ids, "attention_mask": np.ones_like(input_ids)}
+            feed["token_type_ids"] = np.zeros_like(input_ids)
+            (hidden,) = self._session.run(None, {name: feed[name] for name in self._inputs})
+            return unit_rows(np.asarray(hidden, dtype=np.float32)[0, 1:-1])
+
+        if len(pieces) == 1 or self._workers == 1:
+            hidden = [run(ids) for ids, _ in pieces]
+        else:
+            hidden = list(self._pool().map(lambda item: run(item[0]), pieces))
+        return [TokenVectors(tokens[1:-1], vectors) for (_, tokens), vectors in zip(pieces, hidden, strict=True)]
 
     def _pool(self) -> ThreadPoolExecutor:
         with self._executor_lock:

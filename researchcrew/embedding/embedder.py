@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from researchcrew.embedding._query_cache import QueryVectors
+from researchcrew.embedding.tokens import TokenVectors, unit_rows
 from researchcrew.errors import ModelUnavailableError
 
 if TYPE_CHECKING:
@@ -104,6 +105,17 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> Vectors:
         """One text's vector; recent queries are remembered (``query_cache``): a question is embedded once."""
         return self._queries.get(text, lambda query: self.embed_documents([query])[0])
+
+    def embed_tokens(self, texts: list[str]) -> list[TokenVectors]:
+        """Each text's word pieces and their unit vectors in context ([CLS]/[SEP] left out; ``tokens.py``)."""
+        result: list[TokenVectors] = []
+        for text in texts:
+            encoded = self._model.encode(text, output_value="token_embeddings", convert_to_numpy=True)
+            ids = self._model.tokenizer(text, truncation=True, max_length=self._model.max_seq_length)["input_ids"]
+            tokens = list(self._model.tokenizer.convert_ids_to_tokens(ids))
+            vectors = unit_rows(np.asarray(encoded, dtype=np.float32))
+            result.append(TokenVectors(tokens[1:-1], vectors[1 : len(tokens) - 1]))
+        return result
 
 
 def default_cache_dir() -> Path:

@@ -17,7 +17,11 @@ asks the question directly:
   from the neighbour (issue 20, ``benchmarks/answer_quality.py``). Conversation memory is judged by its own rules;
 * **statement** — a passage on the question's subject may still not state its answer: no sentence of it holds the
   question's specific words together with the kind of answer asked for (a name for "who", a date for "when", a
-  number for "how many"); its support is multiplied by ``pipeline.statement.statement_factors`` (model-free).
+  number for "how many"); its support is multiplied by ``pipeline.statement.statement_factors`` (model-free);
+* **read closely** — the few passages of highest support are also compared with the question word piece by word
+  piece (late interaction, ``pipeline/_late.py``): a related abstract on the neighbouring finding shares the topic's
+  vector but does not restate the claim's own terms in context. A passage not read so is capped at the least support
+  of those that were.
 
 **One scale for every knowledge base.** ``semantic_floor`` and ``semantic_full`` were set on the demo corpus, where a
 question it cannot answer at all finds its best passage at a cosine of about 0.17 (``REFERENCE_NULL_COSINE``). In a
@@ -69,7 +73,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
@@ -77,8 +81,10 @@ import numpy.typing as npt
 
 from researchcrew.contracts.chunks import MEMORY_SOURCE_TYPE, ContextChunk, is_evidence
 from researchcrew.contracts.synthesizer import NO_ANSWER_KINDS
+from researchcrew.embedding.tokens import TokenEmbedder
 from researchcrew.errors import ModelUnavailableError
 from researchcrew.memory.statements import PersonalQuestion, personal_question, stated_answers
+from researchcrew.pipeline._late import late_support, max_sim
 from researchcrew.pipeline._null import (
     MAX_NULL_SHIFT,
     OFF_TOPIC_PROBES,
@@ -342,8 +348,44 @@ class EmbeddingSupport:
                 score = round(((1 - weight) * semantic + weight * share) * named, 4)
                 support = Support(score, None if cosine is None else round(cosine, 4), round(share, 4), "embedding")
             measured[chunk.chunk_id] = support
-            self._remember(self._key(question, chunk), support)
+        self._read_closely(question, chunks, fixed, measured)
+        for chunk in chunks:
+            self._remember(self._key(question, chunk), measured[chunk.chunk_id])
         return measured
+
+    def _read_closely(
+        self, question: str, chunks: Sequence[ContextChunk], fixed: dict[int, Support], measured: dict[str, Support]
+    ) -> None:
+        """Late interaction (``pipeline/_late.py``) for the passages of highest support, in ``measured``; a passage
+        not read so is capped at the least support of those that were."""
+        settings = self.settings
+        embedder = self.embedder
+        if settings.late_interaction_passages <= 0 or not isinstance(embedder, TokenEmbedder):
+            return
+        candidates = sorted(
+            (c for i, c in enumerate(chunks) if i not in fixed and c.source_type != MEMORY_SOURCE_TYPE),
+            key=lambda c: -measured[c.chunk_id].score,
+        )
+        chosen = candidates[: settings.late_interaction_passages]
+        if not chosen:
+            return
+        texts = [question, *(_passages(chunk)[0][0] for chunk in chosen)]
+        asked, *read = embedder.embed_tokens(texts)
+        for chunk, tokens in zip(chosen, read, strict=True):
+            before = measured[chunk.chunk_id]
+            score = late_support(
+                before.score,
+                max_sim(asked, tokens),
+                weight=settings.late_interaction_weight,
+                floor=settings.late_interaction_floor,
+                full=settings.late_interaction_full,
+            )
+            measured[chunk.chunk_id] = replace(before, score=round(score, 4))
+        ceiling = min(measured[chunk.chunk_id].score for chunk in chosen)
+        for chunk in candidates[len(chosen) :]:
+            before = measured[chunk.chunk_id]
+            if before.score > ceiling:
+                measured[chunk.chunk_id] = replace(before, score=ceiling)
 
     def _passage_vectors(self, texts: list[str], questions: set[str]) -> npt.NDArray[np.float32]:
         """The vectors of ``texts``, each embedded once per process: a recalled exchange is measured against every

@@ -148,3 +148,24 @@ def test_models_the_numpy_pooling_cannot_reproduce_are_refused(tmp_path: Path) -
     (copy / "modules.json").write_text("{not json")
     with pytest.raises(ModelUnavailableError, match="cannot read the model configuration"):
         inspect_model(copy)
+
+
+def test_token_vectors_match_across_backends(onnx_embedder: Embedder, torch_embedder: Embedder) -> None:
+    """Late interaction (pipeline/_late.py) reads each word piece's vector in context: both backends give the same
+    pieces, without [CLS]/[SEP], with unit vectors close to torch's, one per piece; the mean of a text's token
+    vectors (with the two left out) still points where its sentence vector does."""
+    from researchcrew.embedding.tokens import TokenEmbedder
+
+    assert isinstance(onnx_embedder, TokenEmbedder) and isinstance(torch_embedder, TokenEmbedder)
+    texts = ["Placental weight is associated with preeclampsia risk.", "x"]
+    onnx_tokens = onnx_embedder.embed_tokens(texts)
+    torch_tokens = torch_embedder.embed_tokens(texts)
+    assert onnx_tokens[0].tokens == torch_tokens[0].tokens
+    assert onnx_tokens[0].tokens[:3] == ["place", "##ntal", "weight"] and onnx_tokens[1].tokens == ["x"]
+    for mine, reference in zip(onnx_tokens, torch_tokens, strict=True):
+        assert mine.vectors.shape == reference.vectors.shape == (len(mine.tokens), 384)
+        np.testing.assert_allclose(np.linalg.norm(mine.vectors, axis=1), 1.0, atol=1e-5)
+        assert _cosines(mine.vectors, reference.vectors).min() >= 0.95
+    mean = onnx_tokens[0].vectors.mean(axis=0)
+    assert float(mean @ onnx_embedder.embed_query(texts[0])) / float(np.linalg.norm(mean)) > 0.8
+    assert onnx_embedder.embed_tokens([]) == []
