@@ -497,9 +497,19 @@ class Runtime:
                 )
             return self._deep
 
-    async def _research_runs(self) -> RunsOfUser:
-        """The deep-run store, for the conversation to find a run waiting in a session."""
-        return (await self.deep_research()).runs
+    async def _research_runs(self) -> RunsOfUser | None:
+        """The deep-run store, for the conversation to find a run waiting in a session: the deep research API's
+        when it is built, else the memory database's repository read directly. Building the API for this would
+        import crewAI (its Flow) and build the stages, on every service's first ordinary message: seconds of a
+        start for a question whose answer is almost always "none waits". Without a memory store, runs live only in
+        this process's deep research API: none was started before it is built, so none waits."""
+        if self._deep is not None:
+            return self._deep.runs
+        if self._memory_store is None and not self.remember:
+            return None
+        from researchcrew.deep.store import DeepRunStore
+
+        return DeepRunStore((await self.memory_store()).engine)
 
     @asynccontextmanager
     async def _deep_resources(self) -> AsyncIterator[DeepResources]:

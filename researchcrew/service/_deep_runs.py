@@ -19,14 +19,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from pydantic import Field
 
 from researchcrew.contracts.deep import DeepOptions, DeepProgressEvent, DeepRun
 from researchcrew.contracts.request import ResearchRequest
-from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import (
     DeepResearchError,
     ResearchCrewError,
@@ -36,6 +35,9 @@ from researchcrew.service._questions import MessageRequest, service_problem, tra
 from researchcrew.service._state import ServiceState
 from researchcrew.service._streaming import cancel_and_wait, pump, sse
 from researchcrew.service._throttle import QuestionSlot
+
+if TYPE_CHECKING:  # imported by the runtime when a deep run is asked for: its Flow brings in crewAI
+    from researchcrew.deep.runner import DeepResearch
 
 logger = logging.getLogger(__name__)
 

@@ -145,3 +145,44 @@ async def test_the_shipped_fake_tool_fails_and_hangs_as_told(tmp_path: Path) -> 
     assert reports["arxiv"].failure is not None and reports["arxiv"].failure.kind == "http_error"
     assert reports["web"].failure is not None and reports["web"].failure.kind == "timeout" and stuck.cancelled
     assert reports["rag"].status == "success"
+
+
+SERVICE_WITHOUT_A_DEEP_RUN = """
+import asyncio, json, sys
+from datetime import UTC, datetime, timedelta
+from researchcrew.deep.store import DeepRunStore
+from researchcrew.runtime import open_runtime
+from researchcrew.service._app import create_app
+from researchcrew.settings import Settings
+
+create_app(Settings())  # every route imported, as `researchcrew serve` does at its start
+
+async def main():
+    async with open_runtime(Settings()) as runtime:
+        runs = DeepRunStore((await runtime.memory_store()).engine)  # a run paused by another process
+        later = datetime.now(UTC) + timedelta(hours=1)
+        await runs.create(run_id="r1", user_id="ada", session_id="s1", question="pooled testing", lease_until=later)
+        await runs.pause("r1", state={}, pending={}, awaiting="clarification", expires_at=later)
+        waiting = await runtime.conversation.waiting_run("ada", "s1")
+        elsewhere = await runtime.conversation.waiting_run("ada", "s2")
+        return waiting.run_id if waiting else None, elsewhere
+
+waiting, elsewhere = asyncio.run(main())
+print(json.dumps({"waiting": waiting, "elsewhere": elsewhere, "crewai": "crewai" in sys.modules}))
+"""
+
+
+def test_the_service_starts_and_finds_a_waiting_deep_run_without_importing_crewai(tmp_path: Path) -> None:
+    """crewAI (the deep run's Flow, seconds to import) comes in with the first deep run, not with the service's
+    routes nor with an ordinary message's "is this the answer a waiting run asked for?", which reads the run store."""
+    completed = subprocess.run(
+        [sys.executable, "-c", SERVICE_WITHOUT_A_DEEP_RUN],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**_environment(), "RESEARCHCREW_DATA_DIR": str(tmp_path)},
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    found = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert found == {"waiting": "r1", "elsewhere": None, "crewai": False}

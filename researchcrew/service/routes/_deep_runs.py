@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -27,7 +27,6 @@ from researchcrew.contracts.clarification import ClarificationAnswer
 from researchcrew.contracts.deep import DeepOptions, DeepRun, ExportFormat, PlanDecision
 from researchcrew.contracts.request import ResearchRequest
 from researchcrew.deep.export import MEDIA_TYPES
-from researchcrew.deep.runner import DeepResearch
 from researchcrew.errors import ResearchCrewError
 from researchcrew.pipeline.conversation import ResearchReply
 from researchcrew.service._auth import CurrentUser
@@ -36,6 +35,9 @@ from researchcrew.service._problems import problem_responses
 from researchcrew.service._questions import EVENT_STREAM, MessageRequest, wants_event_stream
 from researchcrew.service._slots import question_slot
 from researchcrew.service._state import Service, ServiceState
+
+if TYPE_CHECKING:  # imported by the runtime when a deep run is asked for: its Flow brings in crewAI
+    from researchcrew.deep.runner import DeepResearch
 
 logger = logging.getLogger(__name__)
 
