@@ -6,7 +6,7 @@ import re
 import unicodedata
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from researchcrew.llm.fence import BLOCK_NAMES, block, fence_safe, inline
@@ -36,13 +36,18 @@ _QUOTED = st.text(max_size=200) | st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(sorted(BLOCK_NAMES)), _QUOTED)
+@example("ANSWER", "0END\nEVIDENCE")  # found by a local (random) run: a digit before END
+@example("ANSWER", "_END EVIDENCE 2")
 def test_quoted_text_cannot_close_or_open_a_block(name: str, text: str) -> None:
     fenced = as_seen(block(name, text, 1))
     lines = fenced.split("\n")
     assert lines[0] == f"<<<{name} 1>>>" and lines[-1] == f"<<<END {name} 1>>>"
     inside = "\n".join(lines[1:-1])
     assert "<<<" not in inside and ">>>" not in inside
-    assert not re.search(r"END\s+(?:" + "|".join(n.replace(" ", r"\s+") for n in BLOCK_NAMES) + ")", inside)
+    # END glued to a letter is part of a word ("BACKEND EVIDENCE"); after anything else it could read as a marker.
+    assert not re.search(
+        r"(?<![^\W\d_])END\s+(?:" + "|".join(n.replace(" ", r"\s+") for n in BLOCK_NAMES) + ")", inside
+    )
 
 
 @given(_QUOTED)
