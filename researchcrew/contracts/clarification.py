@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from researchcrew.contracts._base import Contract, RequestContract
 
@@ -81,7 +81,7 @@ class ClarificationAnswer(RequestContract):
     """The user's reply to a clarification: narrowing words, or "just answer"."""
 
     answer: str = Field(default="", max_length=2_000, description="The reply, e.g. 'flaky tests, since 2019'.")
-    just_answer: bool = Field(default=False, description="Answer the question as it was, without narrowing it.")
+    just_answer: StrictBool = Field(default=False, description="Answer the question as it was, without narrowing it.")
 
     @property
     def declines(self) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, StrictBool, field_validator, model_validator
 
 from researchcrew.contracts._base import Contract, NonNegativeMs, RequestContract, UnitFloat
 from researchcrew.contracts.clarification import ClarificationRequest
@@ -44,12 +44,14 @@ class DeepOptions(RequestContract):
     token_budget: int | None = Field(
         default=None, ge=1_000, le=50_000_000, description="LLM tokens the whole run may use (with an LLM only)."
     )
-    auto_approve: bool = Field(
+    auto_approve: StrictBool = Field(
         default=False,
         description="Batch jobs and --yes: ask no clarifying questions and approve the proposed plan unchanged.",
     )
-    clarify: bool = Field(default=True, description="Ask clarifying questions first when the evidence calls for it.")
-    follow_references: bool = Field(default=True, description="Follow references found in the evidence.")
+    clarify: StrictBool = Field(
+        default=True, description="Ask clarifying questions first when the evidence calls for it."
+    )
+    follow_references: StrictBool = Field(default=True, description="Follow references found in the evidence.")
     length: ReportLength = Field(
         default="standard",
         description="brief (few sub-questions, two statements a section), standard, or detailed (more sub-questions, "

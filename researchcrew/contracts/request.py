@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, StrictBool, field_validator
 
 from researchcrew.contracts._base import Identifier, RequestContract, SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS, MAX_RECORDED_CHARS, ResponseFormat, UserPreferences
@@ -26,7 +26,7 @@ class ResponseOptions(RequestContract):
     )
     max_response_length: int | None = Field(default=None, ge=50, le=20_000, description="Upper bound on answer words.")
     min_response_length: int | None = Field(default=None, ge=0, le=20_000, description="Lower bound on answer words.")
-    include_sections: bool | None = Field(default=None, description="Structure the answer into titled sections.")
+    include_sections: StrictBool | None = Field(default=None, description="Structure the answer into titled sections.")
     source_reputation: dict[str, float] | None = Field(
         default=None, description="Reputation overrides for this question, source type → [0, 1]."
     )

@@ -351,3 +351,24 @@ def test_a_nul_is_refused_alike_on_every_backend(service: LiveService, http: htt
         assert response.status_code == 422, (url, response.text[:300])
         assert response.json()["errors"][0]["location"].startswith("path."), response.text
     assert http.get("/v1/sessions").status_code == 200
+
+
+def test_a_flag_is_a_json_boolean_on_every_door(service: LiveService, http: httpx.Client) -> None:
+    """A flag given as a number or a word ("include_sections": 0.0, "remember": "yes", "stream": 1) was taken as
+    true or false by pydantic's lax coercion, though the schema says boolean: it is refused, naming the field."""
+    session = http.post("/v1/sessions", json={"title": "flags"}).json()["session_id"]
+    for value in (0.0, 1, "yes", "false"):
+        asked = http.post(
+            f"/v1/sessions/{session}/messages",
+            json={"question": "what is QuickCheck?", "response": {"include_sections": value}},
+        )
+        assert asked.status_code == 422, (value, asked.text[:300])
+        assert asked.json()["errors"][0]["location"] == "body.response.include_sections"
+    job = http.post("/v1/jobs", json={"name": "flags", "questions": ["what is QuickCheck?"], "remember": "yes"})
+    assert job.status_code == 422 and job.json()["errors"][0]["location"] == "body.remember", job.text[:300]
+    chat = http.post(
+        "/v1/chat/completions",
+        json={"model": "researchcrew", "messages": [{"role": "user", "content": "what is QuickCheck?"}], "stream": 1},
+    )
+    assert 400 <= chat.status_code < 500 and "stream" in chat.text, chat.text[:300]
+    assert all(job["name"] != "flags" for job in http.get("/v1/jobs").json()["jobs"])  # the refused job: not made

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from researchcrew.contracts._base import RequestContract, SourceType, StorableInput
 from researchcrew.contracts.chunks import SourceReport
@@ -50,10 +50,10 @@ class ChatMessage(StorableInput):
 
 
 class StreamOptions(RequestContract):
-    include_usage: bool = Field(
+    include_usage: StrictBool = Field(
         default=False, description="Send a last chunk, before `[DONE]`, whose `usage` counts the whole request."
     )
-    include_obfuscation: bool | None = Field(default=None, description="Accepted; has no effect.")
+    include_obfuscation: StrictBool | None = Field(default=None, description="Accepted; has no effect.")
 
 
 class ResearchOptions(RequestContract):
@@ -89,7 +89,7 @@ class ChatCompletionRequest(RequestContract):
         description="The conversation, oldest first. The last message must be the user's question; the first "
         "user message names the conversation (see the `session` field of the answer).",
     )
-    stream: bool | None = Field(default=False, description="Answer as server-sent chunks, ending with `[DONE]`.")
+    stream: StrictBool | None = Field(default=False, description="Answer as server-sent chunks, ending with `[DONE]`.")
     stream_options: StreamOptions | None = Field(default=None, description="Options of a streamed answer.")
     metadata: dict[str, str] | None = Field(
         default=None,
@@ -112,7 +112,7 @@ class ChatCompletionRequest(RequestContract):
     response_format: dict[str, Any] | None = Field(
         default=None, description='Only {"type": "text"}: the answer is Markdown with numbered citations.'
     )
-    logprobs: bool | None = Field(default=None, description="Must be false: researched answers have no logprobs.")
+    logprobs: StrictBool | None = Field(default=None, description="Must be false: researched answers have no logprobs.")
     top_logprobs: int | None = Field(default=None, ge=0, le=20, description="Must be 0 or absent.")
     tools: list[dict[str, Any]] | None = Field(
         default=None, description="Accepted; researchcrew never calls a client's tools (tool_choice must allow that)."
@@ -120,7 +120,7 @@ class ChatCompletionRequest(RequestContract):
     tool_choice: str | dict[str, Any] | None = Field(
         default=None, description="`none` or `auto` (no tool is called); `required` or a named tool is refused."
     )
-    parallel_tool_calls: bool | None = Field(default=None, description="Accepted; no tool is called.")
+    parallel_tool_calls: StrictBool | None = Field(default=None, description="Accepted; no tool is called.")
     functions: list[dict[str, Any]] | None = Field(default=None, description="Deprecated `tools`; accepted.")
     function_call: str | dict[str, Any] | None = Field(default=None, description="Deprecated `tool_choice`.")
     modalities: list[str] | None = Field(default=None, description='Only ["text"].')
@@ -136,7 +136,7 @@ class ChatCompletionRequest(RequestContract):
     verbosity: str | None = Field(
         default=None, max_length=32, description="Accepted; choose a `researchcrew-concise` model instead."
     )
-    store: bool | None = Field(default=None, description="Accepted; every exchange is remembered in its session.")
+    store: StrictBool | None = Field(default=None, description="Accepted; every exchange is remembered in its session.")
     service_tier: str | None = Field(default=None, max_length=32, description="Accepted; has no effect.")
     prediction: dict[str, Any] | None = Field(default=None, description="Accepted; has no effect.")
     prompt_cache_key: str | None = Field(default=None, max_length=1024, description="Accepted; has no effect.")

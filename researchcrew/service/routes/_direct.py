@@ -21,7 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from researchcrew.contracts._base import Contract, Identifier, RequestContract
 from researchcrew.contracts.request import ResearchRequest
@@ -61,7 +61,7 @@ class DirectQuestion(MessageRequest):
     """A ``ResearchRequest`` without its user (the key's, or the local socket's ``X-Researchcrew-User``)."""
 
     session_id: Identifier = Field(default="default", description="The conversation the question belongs to.")
-    continue_session: bool = Field(
+    continue_session: StrictBool = Field(
         default=False, description="Ask in the user's most recent session instead of session_id."
     )
 
@@ -76,7 +76,7 @@ class IngestPaths(RequestContract):
     paths: list[str] = Field(min_length=1, max_length=1000, description="Absolute files, folders or globs.")
     fields: list[str] = Field(default_factory=list, max_length=20, description="JSONL field mapping, NAME=SOURCE.")
     batch_size: int = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=10_000, description="Documents per batch.")
-    remove_missing: bool = Field(default=True, description="Remove documents that disappeared from a file.")
+    remove_missing: StrictBool = Field(default=True, description="Remove documents that disappeared from a file.")
 
 
 @router.get("/service", response_model=ServiceIdentity, summary="Which data folder this service owns.")

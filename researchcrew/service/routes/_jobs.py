@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Path, Query, Request, Response
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from researchcrew.contracts._base import StorableInput
 from researchcrew.contracts.query import MAX_QUERY_CHARS
@@ -101,7 +101,7 @@ class JobCreate(StorableInput):
     )
     timezone: str = Field(default="UTC", min_length=1, max_length=64, description="IANA time zone of the cron.")
     webhook_url: AnyHttpUrl | None = Field(default=None, description="Where each finished run is POSTed, signed.")
-    remember: bool = Field(default=False, description="Store each answer in your conversation memory.")
+    remember: StrictBool = Field(default=False, description="Store each answer in your conversation memory.")
 
     @model_validator(mode="after")
     def _one_source(self) -> JobCreate:
@@ -121,7 +121,7 @@ class UploadQuery(StorableInput):
     schedule: str | None = Field(default=None, max_length=120, description="Five-field cron expression.")
     timezone: str = Field(default="UTC", min_length=1, max_length=64, description="IANA time zone of the cron.")
     webhook_url: str | None = Field(default=None, max_length=1000, description="Where finished runs are POSTed.")
-    remember: bool = Field(default=False, description="Store each answer in your conversation memory.")
+    remember: StrictBool = Field(default=False, description="Store each answer in your conversation memory.")
 
 
 class JobList(BaseModel):

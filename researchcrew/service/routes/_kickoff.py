@@ -28,7 +28,7 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from researchcrew.contracts._base import SourceType, StorableInput
 from researchcrew.contracts.query import MAX_QUERY_CHARS
@@ -119,7 +119,7 @@ class KickoffWebhooks(StorableInput):
     events: list[Annotated[str, Field(max_length=100)]] = Field(
         default_factory=list, max_length=100, description="Accepted, not streamed."
     )
-    realtime: bool = Field(default=False, description="Accepted, not used.")
+    realtime: StrictBool = Field(default=False, description="Accepted, not used.")
     authentication: dict[str, Any] | None = Field(default=None, description="Accepted, not used (runs are signed).")
 
 
