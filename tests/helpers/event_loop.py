@@ -14,29 +14,20 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import Self
 
 from tests.loopback.server import Reply, Request
 
 
-class LoopWatch:
-    def __init__(self, interval_s: float = 0.01) -> None:
-        self.interval_s = interval_s
-        self.gaps: list[float] = []
-        self._task: asyncio.Task[None] | None = None
+class _Ticker:
+    """A task on the loop that runs ``_tick`` for the length of an ``async with`` block (the watchers below)."""
 
-    @property
-    def ticks(self) -> int:
-        return len(self.gaps)
+    _task: asyncio.Task[None] | None = None
 
     async def _tick(self) -> None:
-        last = time.perf_counter()
-        while True:
-            await asyncio.sleep(self.interval_s)
-            now = time.perf_counter()
-            self.gaps.append(now - last)
-            last = now
+        raise NotImplementedError
 
-    async def __aenter__(self) -> LoopWatch:
+    async def __aenter__(self) -> Self:
         self._task = asyncio.create_task(self._tick())
         await asyncio.sleep(0)  # let the ticker start before the watched work does
         return self
@@ -50,7 +41,25 @@ class LoopWatch:
                 await self._task
 
 
-class LoopGatedReplies:
+class LoopWatch(_Ticker):
+    def __init__(self, interval_s: float = 0.01) -> None:
+        self.interval_s = interval_s
+        self.gaps: list[float] = []
+
+    @property
+    def ticks(self) -> int:
+        return len(self.gaps)
+
+    async def _tick(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(self.interval_s)
+            now = time.perf_counter()
+            self.gaps.append(now - last)
+            last = now
+
+
+class LoopGatedReplies(_Ticker):
     """Proof that a client keeps its event loop running *while its request is in flight*, whatever the machine's
     load: the loopback server holds each reply until a ticker on the client's loop has run after the request
     arrived. A client that blocks its loop on the request never lets the ticker run, so the server gives up after
@@ -70,7 +79,6 @@ class LoopGatedReplies:
         self._changed = threading.Condition()
         self.replies_held = 0
         self.replies_given_up = 0
-        self._task: asyncio.Task[None] | None = None
 
     @property
     def every_reply_waited_for_the_loop(self) -> bool:
@@ -98,16 +106,3 @@ class LoopGatedReplies:
                     self._loop_ran_after = self._arrivals
                     self._changed.notify_all()
             await asyncio.sleep(0.005)
-
-    async def __aenter__(self) -> LoopGatedReplies:
-        self._task = asyncio.create_task(self._tick())
-        await asyncio.sleep(0)
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
