@@ -10,7 +10,9 @@ from __future__ import annotations
 import difflib
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StrictBool, field_validator
+from pydantic import AfterValidator, Field, GetJsonSchemaHandler, StrictBool, field_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from researchcrew.contracts._base import Identifier, RequestContract, SourceType
 from researchcrew.contracts.query import MAX_QUERY_CHARS, MAX_RECORDED_CHARS, ResponseFormat, UserPreferences
@@ -57,7 +59,19 @@ def check_tool_options(value: dict[str, dict[str, Any]]) -> dict[str, dict[str, 
     return value
 
 
-ToolOptions = Annotated[dict[str, dict[str, Any]], AfterValidator(check_tool_options)]
+class _KeysAreSourceTypes:
+    """The schema of a dict keyed by source type says so: pydantic lists the key pattern as ``patternProperties``,
+    which leaves every other key allowed; ``additionalProperties: false`` makes the pattern the only way in."""
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema["additionalProperties"] = False
+        return json_schema
+
+
+# Keyed by source type, as the retriever's input is: a key no source type can be ("½0", "Web") is the caller's 422 at
+# the door, not a 500 when the pipeline builds the retriever's input (the schema fuzz found that).
+ToolOptions = Annotated[dict[SourceType, dict[str, Any]], AfterValidator(check_tool_options), _KeysAreSourceTypes()]
 
 
 class ResearchRequest(RequestContract):

@@ -16,3 +16,6 @@ test_a_deep_jsonl_line_is_a_422_and_the_connection_lives_on = (
 )
 test_a_nul_is_refused_alike_on_every_backend = hostile_inputs.test_a_nul_is_refused_alike_on_every_backend
 test_a_flag_is_a_json_boolean_on_every_door = hostile_inputs.test_a_flag_is_a_json_boolean_on_every_door
+test_a_tool_option_is_keyed_by_a_source_type_on_every_door = (
+    hostile_inputs.test_a_tool_option_is_keyed_by_a_source_type_on_every_door
+)
