@@ -13,7 +13,6 @@ import ipaddress
 import os
 import socket
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,24 +104,12 @@ _RANDOM_IN_ANOTHER_THREAD = (
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` get ``SLOW_TEST_TIMEOUT_S`` instead of the default budget, unless they set their own;
-    the schema fuzz tolerates the global ``random`` moving under its live server's threads (see above); the modules
-    with the most slow tests run first."""
-    _slow_modules_first(items)
+    the schema fuzz tolerates the global ``random`` moving under its live server's threads (see above)."""
     for item in items:
         if item.get_closest_marker("slow") is not None and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(SLOW_TEST_TIMEOUT_S))
         if item.path.name.startswith(_FUZZ_WITH_A_LIVE_SERVER):
             item.add_marker(pytest.mark.filterwarnings(_RANDOM_IN_ANOTHER_THREAD))
-
-
-def _slow_modules_first(items: list[pytest.Item]) -> None:
-    """Order the modules by how many of their tests are marked ``slow``, most first (a stable sort: a module's tests
-    stay together and in order, and the rest keep their order). pytest-xdist's ``--dist loadfile`` hands modules to
-    its processes in collection order, so a long module handed out late keeps one process busy while the others are
-    done. Long first, short to fill the gaps, is the classic longest-first schedule; a module's slow tests stand in
-    for its length. The order is the same in every process, as xdist needs."""
-    slow = Counter(item.path for item in items if item.get_closest_marker("slow") is not None)
-    items.sort(key=lambda item: -slow[item.path])
 
 
 @pytest.fixture(autouse=True)
