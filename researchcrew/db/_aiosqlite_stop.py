@@ -11,10 +11,18 @@ With ``stop()`` the pool's terminate path works: the statement the abandoned con
 the sqlite3 connection is closed on its own thread (which rolls back its transaction and frees the lock), and the
 thread exits. The shim does what 0.22.1's ``stop()`` does, plus the interrupt; it is installed only when the method
 is missing, so an aiosqlite that has it is used as it is.
+
+The same aiosqlite reports every statement's result to the loop that asked for it, from the driver's thread. When
+that loop has closed in the meantime (the caller gave up: a source timeout cut a read, and then the process or the
+test ended), the report raised "Event loop is closed" in the thread, which died, and pytest failed whichever test
+ran next. Nobody is waiting for such a result, so with the shim it goes nowhere (``_ReportsToAnOpenLoop``).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from queue import SimpleQueue
 from typing import Any
 
 
@@ -26,6 +34,13 @@ def install() -> None:
     if hasattr(aiosqlite.Connection, "stop"):
         return
     aiosqlite.Connection.stop = _stop  # type: ignore[attr-defined]
+    opened = aiosqlite.Connection.__init__
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        opened(self, *args, **kwargs)
+        self._tx = _WorkQueue()  # before the thread starts (``await connect(...)`` starts it)
+
+    aiosqlite.Connection.__init__ = __init__  # type: ignore[method-assign]
 
 
 def _stop(self: Any) -> None:
@@ -53,3 +68,33 @@ class _NobodyWaits:
 
 
 _NOBODY_WAITS = _NobodyWaits()
+
+
+class _ReportsToAnOpenLoop:
+    """A statement's future as the driver's thread sees it: ``future.get_loop().call_soon_threadsafe(set_result,
+    future, result)`` reaches the loop that asked, unless that loop has closed, when the result goes nowhere."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: asyncio.Future[Any]) -> None:
+        self._future = future
+
+    def get_loop(self) -> _ReportsToAnOpenLoop:
+        return self
+
+    def call_soon_threadsafe(self, report: Callable[..., None], _: object, *outcome: object) -> None:
+        loop = self._future.get_loop()
+        try:
+            loop.call_soon_threadsafe(report, self._future, *outcome)
+        except RuntimeError:
+            if not loop.is_closed():
+                raise
+
+
+class _WorkQueue(SimpleQueue[Any]):
+    """aiosqlite's queue of work for its thread, each statement's future wrapped in ``_ReportsToAnOpenLoop``."""
+
+    def put_nowait(self, item: Any) -> None:
+        if isinstance(item, tuple) and isinstance(item[0], asyncio.Future):
+            item = (_ReportsToAnOpenLoop(item[0]), item[1])
+        super().put_nowait(item)

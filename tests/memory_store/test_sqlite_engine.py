@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -146,6 +148,58 @@ def test_a_forced_close_reached_after_its_loop_closed_ends_the_thread_quietly(
     connection = loop.run_until_complete(open_then_stop_while_busy())
     loop.close()
     free_to_go.set()  # the thread now closes the sqlite connection, then ends
+    connection.join(10)
+    assert not connection.is_alive()
+    assert thread_errors == []
+
+
+@pytest.mark.parametrize("outcome", ["a result", "an error"])
+def test_a_statement_that_ends_after_its_loop_closed_leaves_the_thread_working(
+    outcome: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A caller that gave up on a statement (a source timeout cut a read) and whose loop then closed (a short CLI
+    # process, a test ending): aiosqlite 0.21's thread reported the statement's outcome to that closed loop and died
+    # with "Event loop is closed", which pytest pins on whichever test runs next. Nobody waits for that outcome.
+    import aiosqlite
+
+    from researchcrew.db import _aiosqlite_stop
+
+    _aiosqlite_stop.install()
+    thread_errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: thread_errors.append(args.exc_value))
+    busy = threading.Event()
+    free_to_go = threading.Event()
+
+    def slow_statement() -> int:
+        busy.set()
+        free_to_go.wait(10)
+        if outcome == "an error":
+            raise sqlite3.OperationalError("interrupted")
+        return 42
+
+    async def ask_then_give_up() -> aiosqlite.Connection:
+        connection = await aiosqlite.connect(":memory:")
+        asked = asyncio.ensure_future(connection._execute(slow_statement))
+        await asyncio.sleep(0)  # the statement is queued
+        assert busy.wait(10)
+        asked.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asked
+        return connection
+
+    loop = asyncio.new_event_loop()
+    connection = loop.run_until_complete(ask_then_give_up())
+    loop.close()
+    free_to_go.set()  # the statement ends now; its outcome has no open loop to go to
+
+    async def use_it_again() -> int:
+        async with connection.execute("select 7") as cursor:
+            row = await cursor.fetchone()
+        await connection.close()
+        return int(row[0]) if row else -1
+
+    # The thread lived on and serves another loop (a thread that died answers nothing: 10 s, then a failure).
+    assert asyncio.run(asyncio.wait_for(use_it_again(), 10)) == 7
     connection.join(10)
     assert not connection.is_alive()
     assert thread_errors == []
