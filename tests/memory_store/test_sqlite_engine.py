@@ -117,8 +117,34 @@ async def test_a_store_operation_cancelled_twice_mid_transaction_ends_before_the
         await engine.dispose()
 
 
+@pytest.fixture
+def thread_errors(monkeypatch: pytest.MonkeyPatch) -> list[BaseException | None]:
+    """What aiosqlite's threads die of during the test, with the project's aiosqlite shim installed."""
+    from researchcrew.db import _aiosqlite_stop
+
+    _aiosqlite_stop.install()
+    errors: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    return errors
+
+
+class _HeldThread:
+    """Work that keeps aiosqlite's thread busy (``hold``, run on it) until the test lets it go (``release``)."""
+
+    def __init__(self) -> None:
+        self.busy = threading.Event()
+        self._free_to_go = threading.Event()
+
+    def hold(self) -> None:
+        self.busy.set()
+        self._free_to_go.wait(10)
+
+    def release(self) -> None:
+        self._free_to_go.set()
+
+
 def test_a_forced_close_reached_after_its_loop_closed_ends_the_thread_quietly(
-    monkeypatch: pytest.MonkeyPatch,
+    thread_errors: list[BaseException | None],
 ) -> None:
     # SQLAlchemy does not wait for a forced close (db/_aiosqlite_stop.py), so the driver's thread may get to it after
     # the loop that asked is closed (a test, or a process, ending). CI failed a later test with the thread's
@@ -127,27 +153,19 @@ def test_a_forced_close_reached_after_its_loop_closed_ends_the_thread_quietly(
 
     from researchcrew.db import _aiosqlite_stop
 
-    _aiosqlite_stop.install()
-    thread_errors: list[BaseException | None] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: thread_errors.append(args.exc_value))
-    busy = threading.Event()
-    free_to_go = threading.Event()
-
-    def keep_the_thread_busy() -> None:
-        busy.set()
-        free_to_go.wait(10)
+    held = _HeldThread()
 
     async def open_then_stop_while_busy() -> aiosqlite.Connection:
         connection = await aiosqlite.connect(":memory:")
-        connection._tx.put_nowait((_aiosqlite_stop._NOBODY_WAITS, keep_the_thread_busy))
-        busy.wait(10)
+        connection._tx.put_nowait((_aiosqlite_stop._NOBODY_WAITS, held.hold))
+        held.busy.wait(10)
         connection.stop()  # type: ignore[attr-defined]  # as SQLAlchemy's terminate does: not awaited
         return connection
 
     loop = asyncio.new_event_loop()
     connection = loop.run_until_complete(open_then_stop_while_busy())
     loop.close()
-    free_to_go.set()  # the thread now closes the sqlite connection, then ends
+    held.release()  # the thread now closes the sqlite connection, then ends
     connection.join(10)
     assert not connection.is_alive()
     assert thread_errors == []
@@ -155,24 +173,17 @@ def test_a_forced_close_reached_after_its_loop_closed_ends_the_thread_quietly(
 
 @pytest.mark.parametrize("outcome", ["a result", "an error"])
 def test_a_statement_that_ends_after_its_loop_closed_leaves_the_thread_working(
-    outcome: str, monkeypatch: pytest.MonkeyPatch
+    outcome: str, thread_errors: list[BaseException | None]
 ) -> None:
     # A caller that gave up on a statement (a source timeout cut a read) and whose loop then closed (a short CLI
     # process, a test ending): aiosqlite 0.21's thread reported the statement's outcome to that closed loop and died
     # with "Event loop is closed", which pytest pins on whichever test runs next. Nobody waits for that outcome.
     import aiosqlite
 
-    from researchcrew.db import _aiosqlite_stop
-
-    _aiosqlite_stop.install()
-    thread_errors: list[BaseException | None] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: thread_errors.append(args.exc_value))
-    busy = threading.Event()
-    free_to_go = threading.Event()
+    held = _HeldThread()
 
     def slow_statement() -> int:
-        busy.set()
-        free_to_go.wait(10)
+        held.hold()
         if outcome == "an error":
             raise sqlite3.OperationalError("interrupted")
         return 42
@@ -181,7 +192,7 @@ def test_a_statement_that_ends_after_its_loop_closed_leaves_the_thread_working(
         connection = await aiosqlite.connect(":memory:")
         asked = asyncio.ensure_future(connection._execute(slow_statement))
         await asyncio.sleep(0)  # the statement is queued
-        assert busy.wait(10)
+        assert held.busy.wait(10)
         asked.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await asked
@@ -190,7 +201,7 @@ def test_a_statement_that_ends_after_its_loop_closed_leaves_the_thread_working(
     loop = asyncio.new_event_loop()
     connection = loop.run_until_complete(ask_then_give_up())
     loop.close()
-    free_to_go.set()  # the statement ends now; its outcome has no open loop to go to
+    held.release()  # the statement ends now; its outcome has no open loop to go to
 
     async def use_it_again() -> int:
         async with connection.execute("select 7") as cursor:
