@@ -11,9 +11,14 @@ from pydantic_core import PydanticCustomError
 
 # A source type names where a chunk came from: "rag", "web", "arxiv", "memory" for the built-in tools; custom
 # tools may use their own lower-case identifier.
+_SOURCE_TYPE_PATTERN = r"^[a-z][a-z0-9_\-]*$"
 SourceType = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_\-]*$")
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64, pattern=_SOURCE_TYPE_PATTERN)
 ]
+# A source type as a mapping's key (tool options by source): taken as written, never stripped. Stripped, " web" would
+# fold into a "web" key beside it and one of the two values would be dropped without a word; the schema's key
+# pattern refuses the spaces, and so does the door.
+SourceTypeKey = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=_SOURCE_TYPE_PATTERN)]
 Identifier = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=256)]
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 NonNegativeMs = Annotated[float, Field(ge=0.0)]

@@ -14,7 +14,7 @@ from pydantic import AfterValidator, Field, GetJsonSchemaHandler, StrictBool, fi
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from researchcrew.contracts._base import Identifier, RequestContract, SourceType
+from researchcrew.contracts._base import Identifier, RequestContract, SourceType, SourceTypeKey
 from researchcrew.contracts.query import MAX_QUERY_CHARS, MAX_RECORDED_CHARS, ResponseFormat, UserPreferences
 
 MAX_DEADLINE_S = 600.0
@@ -71,7 +71,7 @@ class _KeysAreSourceTypes:
 
 # Keyed by source type, as the retriever's input is: a key no source type can be ("½0", "Web") is the caller's 422 at
 # the door, not a 500 when the pipeline builds the retriever's input (the schema fuzz found that).
-ToolOptions = Annotated[dict[SourceType, dict[str, Any]], AfterValidator(check_tool_options), _KeysAreSourceTypes()]
+ToolOptions = Annotated[dict[SourceTypeKey, dict[str, Any]], AfterValidator(check_tool_options), _KeysAreSourceTypes()]
 
 
 class ResearchRequest(RequestContract):

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, SourceType, UnitFloat
+from researchcrew.contracts._base import Contract, Identifier, NonNegativeMs, SourceType, SourceTypeKey, UnitFloat
 from researchcrew.contracts.chunks import AggregatedContext
 from researchcrew.contracts.query import MAX_QUERY_CHARS
 
@@ -42,7 +42,7 @@ class RetrieverInput(Contract):
     num_results: int | None = Field(
         default=None, ge=1, le=100, description="Results asked of each source. None: `retrieval.num_results`."
     )
-    tool_options: dict[SourceType, dict[str, Any]] = Field(
+    tool_options: dict[SourceTypeKey, dict[str, Any]] = Field(
         default_factory=dict,
         description='Extra options per source type, e.g. {"web": {"domains": ["arxiv.org"]}, '
         '"arxiv": {"sort_by": "date"}, "rag": {"filters": {...}}}.',

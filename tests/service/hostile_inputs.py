@@ -377,25 +377,27 @@ def test_a_flag_is_a_json_boolean_on_every_door(service: LiveService, http: http
 def test_a_tool_option_is_keyed_by_a_source_type_on_every_door(service: LiveService, http: httpx.Client) -> None:
     """``tool_options`` keyed by something no source type can be (not lower-case letters, digits, "_" or "-")
     passed the door and failed the pipeline with a 500 when it built the retriever's input (the schema fuzz found
-    "½0"): it is a 422 naming the field on every door that takes tool options, and no job is made of it."""
-    bad = {"\x83½0": {"limit": 1}}
+    "½0"): it is a 422 naming the field on every door that takes tool options, and no job is made of it. A key with
+    spaces around a source type (" web") is refused too, as the schema says: stripped, it would fold into "web"
+    beside it and one of the two sets of options would be dropped without a word."""
     session = http.post("/v1/sessions", json={"title": "tool options"}).json()["session_id"]
-    doors = {
-        "/v1/ask": {"question": "what is QuickCheck?", "tool_options": bad},
-        f"/v1/sessions/{session}/messages": {"question": "what is QuickCheck?", "tool_options": bad},
-        "/v1/jobs": {"name": "bad-options", "questions": ["what is QuickCheck?"], "tool_options": bad},
-    }
-    for url, body in doors.items():
-        response = http.post(url, json=body)
-        assert response.status_code == 422, (url, response.status_code, response.text[:300])
-        assert response.json()["errors"][0]["location"].startswith("body.tool_options"), (url, response.text[:300])
-    chat = http.post(
-        "/v1/chat/completions",
-        json={
-            "model": "researchcrew",
-            "messages": [{"role": "user", "content": "what is QuickCheck?"}],
-            "researchcrew": {"tool_options": bad},
-        },
-    )
-    assert 400 <= chat.status_code < 500 and "tool_options" in chat.text, chat.text[:300]
+    for bad in ({"\x83½0": {"limit": 1}}, {"web": {"limit": 1}, " web": {"limit": 5}}):
+        doors = {
+            "/v1/ask": {"question": "what is QuickCheck?", "tool_options": bad},
+            f"/v1/sessions/{session}/messages": {"question": "what is QuickCheck?", "tool_options": bad},
+            "/v1/jobs": {"name": "bad-options", "questions": ["what is QuickCheck?"], "tool_options": bad},
+        }
+        for url, body in doors.items():
+            response = http.post(url, json=body)
+            assert response.status_code == 422, (bad, url, response.status_code, response.text[:300])
+            assert response.json()["errors"][0]["location"].startswith("body.tool_options"), (url, response.text[:300])
+        chat = http.post(
+            "/v1/chat/completions",
+            json={
+                "model": "researchcrew",
+                "messages": [{"role": "user", "content": "what is QuickCheck?"}],
+                "researchcrew": {"tool_options": bad},
+            },
+        )
+        assert 400 <= chat.status_code < 500 and "tool_options" in chat.text, (bad, chat.text[:300])
     assert all(job["name"] != "bad-options" for job in http.get("/v1/jobs").json()["jobs"])
