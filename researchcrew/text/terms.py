@@ -91,14 +91,65 @@ _TERM_WORD = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 
 _SIBILANT_ES = re.compile(r"(?:[sxz]|ch|sh)es$")
 
+# Irregular past forms meet their verb: "Who wrote AFL?" is answered by "AFL, written by Michal Zalewski", "When was
+# it built?" by "they build". Only forms whose verb stems no longer than the form itself (``stem`` never grows a
+# word) and that are not also another common word ("found" founds companies, "left" is a side, "lay"/"saw"/"felt"
+# are nouns and verbs of their own).
+_IRREGULAR = {
+    form: verb
+    for verb, forms in {
+        "write": ("wrote", "written"),
+        "build": ("built",),
+        "make": ("made",),
+        "give": ("gave", "given"),
+        "take": ("took", "taken"),
+        "choose": ("chose", "chosen"),
+        "draw": ("drew", "drawn"),
+        "grow": ("grew", "grown"),
+        "know": ("knew", "known"),
+        "show": ("shown",),
+        "begin": ("began", "begun"),
+        "bring": ("brought",),
+        "think": ("thought",),
+        "seek": ("sought",),
+        "teach": ("taught",),
+        "catch": ("caught",),
+        "hold": ("held",),
+        "win": ("won",),
+        "run": ("ran",),
+        "rise": ("rose", "risen"),
+        "fall": ("fell", "fallen"),
+        "drive": ("drove", "driven"),
+        "break": ("broke", "broken"),
+        "speak": ("spoke", "spoken"),
+        "freeze": ("froze", "frozen"),
+        "hide": ("hidden",),
+        "forget": ("forgot", "forgotten"),
+        "understand": ("understood",),
+        "sell": ("sold",),
+        "tell": ("told",),
+        "send": ("sent",),
+        "spend": ("spent",),
+        "lose": ("lost",),
+        "pay": ("paid",),
+        "mean": ("meant",),
+        "keep": ("kept",),
+        "become": ("became",),
+        "prove": ("proven",),
+    }.items()
+    for form in forms
+}
+
 
 @lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
     """A light stem of a lower-cased word, the same for its common inflections: "studies"/"study" → "study",
-    "boxes" → "box", "increased"/"increasing"/"increases" → "increas", "model's" → "model". Words of four letters
-    or fewer and numbers are left alone. Cached: vocabularies repeat a lot."""
+    "boxes" → "box", "increased"/"increasing"/"increases" → "increas", "model's" → "model", "wrote"/"written"/
+    "writes" → "writ". Words of four letters or fewer and numbers are left alone. Cached: vocabularies repeat a
+    lot."""
     if word.endswith("'s"):
         word = word[:-2]
+    word = _IRREGULAR.get(word, word)
     if len(word) <= 4 or word.isdigit():
         return word
     if word.endswith("ies"):

@@ -33,6 +33,10 @@ from researchcrew.text.terms import (
         ("increased", "increasing", "increases"),
         ("model's", "models", "model"),
         ("patients", "patient", "patient's"),
+        ("wrote", "written", "writes", "write", "writing"),
+        ("built", "builds", "build"),
+        ("began", "begun", "begins", "begin"),
+        ("shown", "shows", "showed", "show"),
     ],
 )
 def test_the_inflections_of_a_word_meet(forms: tuple[str, ...]) -> None:
@@ -46,6 +50,12 @@ def test_the_inflections_of_a_word_meet(forms: tuple[str, ...]) -> None:
 def test_different_words_stay_apart(a: str, b: str) -> None:
     """Derivations are not merged (the reason Snowball is not used here; see text.terms)."""
     assert stem(a) != stem(b)
+
+
+@pytest.mark.parametrize("word", ["wrote", "written", "taught", "understood", "hidden", "met", "led", "ran"])
+def test_an_irregular_form_never_grows(word: str) -> None:
+    """``stem`` never grows a word, irregular forms included: "met" stays "met" rather than become "meet"."""
+    assert len(stem(word)) <= len(word)
 
 
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz'0123456789-", max_size=20))
