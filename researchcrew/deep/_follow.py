@@ -173,12 +173,14 @@ class ReferenceFollower:
         """Why this reference is not looked up now ("visited" means silently), or None."""
         if reference.key in self._visited.get(index, set()):
             return "visited"
+        # The depth limit first: it holds whatever earlier rounds brought, so a reference beyond it is skipped for
+        # it, and "convergence" names only what stopped following *before* the limit would have.
+        if depth > self.settings.follow_depth:
+            return f"depth limit ({self.settings.follow_depth}) reached"
         if index in self._converged:
             return self._convergence(index)
         if index in self._stale:
             return f"convergence: depth {self._stale[index]} added no new source, only documents already read"
-        if depth > self.settings.follow_depth:
-            return f"depth limit ({self.settings.follow_depth}) reached"
         if self._looked_up[index] >= self.settings.max_references:
             return f"look-up limit ({self.settings.max_references} per sub-question) reached"
         if self._tokens[index] >= self.settings.reference_token_budget:

@@ -344,6 +344,13 @@ async def test_a_round_that_adds_no_new_source_stops_following_convergence() -> 
     assert follow.records[-1].reason == "convergence: depth 2 added no new source, only documents already read"
     assert {chunk.source_id for chunk in kept} == {"notes", "metal"}
 
+    # With the limit at depth 2 the same reference is skipped for the limit: convergence names only what stopped
+    # following before the limit would have (on a CPU whose scores made a run go deeper, references beyond the
+    # limit were reported as convergence).
+    limited = follower(knowledge=KnowledgeFake(documents), arxiv=FakeTool("arxiv", chunks=[BLS]), follow_depth=2)
+    await limited.follow(1, question, [metal_intro], time_limit_s=5)
+    assert [(r.depth, r.outcome, r.reason) for r in limited.records][-1] == (3, "skipped", "depth limit (2) reached")
+
 
 async def test_a_document_read_in_several_passages_comes_back_once() -> None:
     # One scoped search returning three passages of a document counted as three returns, so with the default of
