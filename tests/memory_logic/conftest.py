@@ -34,7 +34,10 @@ def zep_server(fake_zep: FakeZep) -> Iterator[LoopbackServer]:
         yield server
 
 
-def zep_settings(url: str, *, timeout_s: float = 2.0, api_key: str = API_KEY) -> ZepSettings:
+def zep_settings(url: str, *, timeout_s: float = 30.0, api_key: str = API_KEY) -> ZepSettings:
+    """Settings for a loopback Zep. The default timeout only stops a test that would hang: a loaded machine once
+    kept a loopback answer past 2 s (a CI run at -n 4), failing a test about paging. Tests *of* timeouts pass
+    their own short ``timeout_s``."""
     return ZepSettings(api_url=url, api_key=api_key, timeout_s=timeout_s)
 
 
