@@ -36,7 +36,7 @@ def zep_settings(kb_settings: Settings, data_dir: Path, zep_url: str) -> Setting
         data_dir,
         milvus=MilvusSettings(uri=kb_settings.milvus_uri),
         memory=MemorySettings(backend="zep"),
-        zep=ZepSettings(api_url=zep_url, api_key="test-key", timeout_s=2),
+        zep=ZepSettings(api_url=zep_url, api_key="test-key", timeout_s=30),  # loopback: only a hang may stop it
     )
 
 
